@@ -1,0 +1,21 @@
+//! `alto-kernels`: the hot per-nonzero work of the ALTO sparse tensor format.
+//!
+//! - [`index`]: the linearized index word (`u32`/`u64`/`u128`) and portable bit deposit/extract;
+//! - [`decode`]: de-linearization, BMI2 `pext` or shift-and-mask over mask bit runs;
+//! - [`sink`]: conflict-resolution targets (plain, atomic, flag-guided);
+//! - [`mttkrp`]: the segment kernel, its named variants and their dispatch.
+//!
+//! Everything takes plain slices; the `alto` crate owns tensors, threads and strategy choice.
+
+pub mod decode;
+pub mod index;
+pub mod mttkrp;
+pub mod sink;
+
+pub use decode::{Bmi2, Decode, HwBits, PextDecoder, RunsDecoder, MAX_ORDER};
+pub use index::AltoIndex;
+pub use mttkrp::{
+    default_decode_kind, run_segment, AnyDecoder, CpuIdentity, DecodeKind, Isa, KernelError,
+    KernelId, RankSpec, SegmentInput,
+};
+pub use sink::{as_atomic, AtomicRows, FlaggedRows, PlainRows, RowSink};

@@ -1,0 +1,146 @@
+//! Where a nonzero's contribution row goes: the three conflict-resolution targets of the
+//! parallel MTTKRP (SPEC section 5).
+//!
+//! - [`PlainRows`]: rows owned by one segment (a pull-based staging buffer, or the output itself
+//!   when no other segment touches the range): plain adds.
+//! - [`AtomicRows`]: the shared output, every add atomic (compare-and-swap on the f64 bits).
+//! - [`FlaggedRows`]: the shared output; atomic only for boundary nonzeros, whose output row is
+//!   touched by more than one segment, plain adds for internal ones.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// A destination for contribution rows.
+pub trait RowSink {
+    /// Adds `contrib` to columns `col0 .. col0 + contrib.len()` of output row `row`.
+    /// `boundary` is the nonzero's helper flag (only [`FlaggedRows`] reads it).
+    fn add(&mut self, row: u64, col0: usize, contrib: &[f64], boundary: bool);
+
+    /// The row as a plain mutable slice when this update needs no atomics (SIMD kernels add
+    /// into it directly); `None` means the caller must use [`RowSink::add`].
+    fn plain_row(&mut self, row: u64, boundary: bool) -> Option<&mut [f64]>;
+}
+
+/// Rows `first_row ..` of a row-major matrix of `rank` columns, owned exclusively.
+pub struct PlainRows<'a> {
+    data: &'a mut [f64],
+    first_row: u64,
+    rank: usize,
+}
+
+impl<'a> PlainRows<'a> {
+    pub fn new(data: &'a mut [f64], first_row: u64, rank: usize) -> Self {
+        PlainRows { data, first_row, rank }
+    }
+}
+
+impl RowSink for PlainRows<'_> {
+    #[inline(always)]
+    fn add(&mut self, row: u64, col0: usize, contrib: &[f64], _boundary: bool) {
+        let start = (row - self.first_row) as usize * self.rank + col0;
+        let dst = &mut self.data[start..start + contrib.len()];
+        for (d, c) in dst.iter_mut().zip(contrib) {
+            *d += *c;
+        }
+    }
+
+    #[inline(always)]
+    fn plain_row(&mut self, row: u64, _boundary: bool) -> Option<&mut [f64]> {
+        let start = (row - self.first_row) as usize * self.rank;
+        Some(&mut self.data[start..start + self.rank])
+    }
+}
+
+/// Atomically adds `x` to the f64 stored in `cell`.
+#[inline(always)]
+pub fn atomic_add_f64(cell: &AtomicU64, x: f64) {
+    let mut old = cell.load(Ordering::Relaxed);
+    loop {
+        let new = (f64::from_bits(old) + x).to_bits();
+        match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(seen) => old = seen,
+        }
+    }
+}
+
+/// Views a uniquely borrowed f64 slice as atomics, so several threads can add into it.
+pub fn as_atomic(data: &mut [f64]) -> &[AtomicU64] {
+    // SAFETY: AtomicU64 has the size and alignment of u64 (and so of f64) on the targets we
+    // build for (checked below at compile time); the unique borrow guarantees that during the
+    // returned lifetime every access goes through the atomics.
+    const _: () = assert!(
+        core::mem::align_of::<AtomicU64>() == core::mem::align_of::<f64>()
+            && core::mem::size_of::<AtomicU64>() == core::mem::size_of::<f64>()
+    );
+    unsafe { core::slice::from_raw_parts(data.as_mut_ptr() as *const AtomicU64, data.len()) }
+}
+
+/// The whole output matrix, shared by all segments, every update atomic.
+#[derive(Clone, Copy)]
+pub struct AtomicRows<'a> {
+    data: &'a [AtomicU64],
+    rank: usize,
+}
+
+impl<'a> AtomicRows<'a> {
+    pub fn new(data: &'a [AtomicU64], rank: usize) -> Self {
+        AtomicRows { data, rank }
+    }
+}
+
+impl RowSink for AtomicRows<'_> {
+    #[inline(always)]
+    fn add(&mut self, row: u64, col0: usize, contrib: &[f64], _boundary: bool) {
+        let start = row as usize * self.rank + col0;
+        for (cell, &c) in self.data[start..start + contrib.len()].iter().zip(contrib) {
+            atomic_add_f64(cell, c);
+        }
+    }
+
+    #[inline(always)]
+    fn plain_row(&mut self, _row: u64, _boundary: bool) -> Option<&mut [f64]> {
+        None
+    }
+}
+
+/// The shared output where each nonzero's helper flag says whether its row is also touched by
+/// another segment (boundary: atomic) or by this segment alone (internal: plain adds).
+pub struct FlaggedRows<'a> {
+    data: &'a [AtomicU64],
+    rank: usize,
+}
+
+impl<'a> FlaggedRows<'a> {
+    /// Each segment must get its own `FlaggedRows`, and the flags must be exact: a nonzero
+    /// without its boundary flag has an output row that no other segment updates.
+    pub fn new(data: &'a [AtomicU64], rank: usize) -> Self {
+        FlaggedRows { data, rank }
+    }
+}
+
+impl RowSink for FlaggedRows<'_> {
+    #[inline(always)]
+    fn add(&mut self, row: u64, col0: usize, contrib: &[f64], boundary: bool) {
+        if boundary {
+            AtomicRows::new(self.data, self.rank).add(row, col0, contrib, true);
+        } else if let Some(dst) = self.plain_row(row, false) {
+            for (d, c) in dst[col0..col0 + contrib.len()].iter_mut().zip(contrib) {
+                *d += *c;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn plain_row(&mut self, row: u64, boundary: bool) -> Option<&mut [f64]> {
+        if boundary {
+            return None;
+        }
+        let start = row as usize * self.rank;
+        let cells = &self.data[start..start + self.rank];
+        // SAFETY: an internal (unflagged) row is updated only by the segment that owns this
+        // sink, and a segment runs on one thread, so no other access to these cells can
+        // happen concurrently; `&mut self` keeps the returned slice unique within the segment.
+        // AtomicU64 permits non-atomic access through `as_ptr` when there is no data race.
+        Some(unsafe { core::slice::from_raw_parts_mut(cells.as_ptr() as *mut f64, self.rank) })
+    }
+}
