@@ -1,0 +1,464 @@
+//! The ALTO tensor: linearized, sorted, duplicate-merged nonzeros cut into balanced segments
+//! that remember their per-mode coordinate intervals (SPEC sections 2-5).
+
+use super::layout::{IndexWidth, Layout};
+use super::sort::{comparison_sort_pairs, radix_sort_pairs};
+use crate::coo::CooTensor;
+use crate::error::{AltoError, Result};
+use alto_kernels::{AnyDecoder, DecodeKind, HwBits, PextDecoder};
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// The reference's MIN_FIBER_REUSE: above this many nonzeros per output fiber, pull-based
+/// staging pays for itself ("worst-case staging cost is 4 memory operations").
+pub const DEFAULT_MIN_FIBER_REUSE: u64 = 4;
+
+/// Average fiber reuse of a mode: nonzeros per output row, `nnz / dim` (integer division, as
+/// in the reference).
+pub fn fiber_reuse(nnz: u64, dim: u64) -> u64 {
+    nnz / dim.max(1)
+}
+
+/// How nonzeros are sorted along the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortAlgorithm {
+    /// Parallel LSD radix sort over the index bits (the default).
+    Radix,
+    /// Parallel comparison sort (the reference's choice; kept for the benchmark).
+    Comparison,
+}
+
+/// Options for building an ALTO tensor.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Number of line segments (usually the thread count). At least 1.
+    pub partitions: usize,
+    /// Fiber-reuse threshold: modes at or below it are "limited reuse" and get helper flags
+    /// first when spare index bits are scarce.
+    pub min_fiber_reuse: u64,
+    pub sort: SortAlgorithm,
+    /// Encode with BMI2 `pdep` when available (the software path gives identical results).
+    pub use_bmi2: bool,
+    /// Refuse to build when the estimate exceeds available memory.
+    pub check_memory: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            partitions: 1,
+            min_fiber_reuse: DEFAULT_MIN_FIBER_REUSE,
+            sort: SortAlgorithm::Radix,
+            use_bmi2: true,
+            check_memory: true,
+        }
+    }
+}
+
+/// Seconds spent in each construction step.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct BuildTimes {
+    pub encode: f64,
+    pub sort: f64,
+    pub merge: f64,
+    pub partition: f64,
+    pub flags: f64,
+    pub total: f64,
+}
+
+/// An ALTO tensor with index word `I` (`u32`, `u64` or `u128`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AltoTensor<I> {
+    pub(crate) layout: Layout,
+    pub(crate) masks: Vec<I>,
+    pub(crate) idx: Vec<I>,
+    pub(crate) vals: Vec<f64>,
+    /// Segment boundaries: segment p is `bounds[p]..bounds[p + 1]`.
+    pub(crate) bounds: Vec<usize>,
+    /// Closed coordinate interval `[start, stop]` of segment p in mode m at `p * order + m`;
+    /// empty segments hold `(1, 0)`.
+    pub(crate) intervals: Vec<(u64, u64)>,
+    /// Bit position of each mode's boundary flag, if it has one.
+    pub(crate) flag_bits: Vec<Option<u32>>,
+    pub(crate) duplicates_merged: u64,
+    pub(crate) min_fiber_reuse: u64,
+}
+
+impl<I: HwBits> AltoTensor<I> {
+    /// Linearizes, sorts, merges duplicates, partitions and sets helper flags.
+    pub fn build(coo: &CooTensor, opts: &BuildOptions) -> Result<(Self, BuildTimes)> {
+        let t0 = Instant::now();
+        let layout = Layout::new(coo.dims())?;
+        if I::BITS < layout.total_bits() {
+            return Err(AltoError::InvalidArgument(format!(
+                "{} bits do not fit a {} index",
+                layout.total_bits(),
+                I::NAME
+            )));
+        }
+        if opts.partitions == 0 {
+            return Err(AltoError::InvalidArgument("at least one partition is needed".into()));
+        }
+        if opts.check_memory {
+            check_memory(estimate_build_bytes(coo.nnz(), layout.width()))?;
+        }
+        let masks: Vec<I> = layout.masks().iter().map(|&m| I::from_u128(m)).collect();
+        let mut times = BuildTimes::default();
+
+        let t = Instant::now();
+        let mut pairs = encode(coo, &masks, opts.use_bmi2);
+        times.encode = t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        match opts.sort {
+            SortAlgorithm::Radix => radix_sort_pairs(&mut pairs, layout.total_bits()),
+            SortAlgorithm::Comparison => comparison_sort_pairs(&mut pairs),
+        }
+        times.sort = t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        let (idx, vals, duplicates_merged) = merge_duplicates(pairs);
+        times.merge = t.elapsed().as_secs_f64();
+
+        let mut tensor = AltoTensor {
+            masks,
+            idx,
+            vals,
+            bounds: Vec::new(),
+            intervals: Vec::new(),
+            flag_bits: vec![None; layout.order()],
+            duplicates_merged,
+            min_fiber_reuse: opts.min_fiber_reuse,
+            layout,
+        };
+        let (tp, tf) = tensor.repartition_timed(opts.partitions)?;
+        times.partition = tp;
+        times.flags = tf;
+        times.total = t0.elapsed().as_secs_f64();
+        Ok((tensor, times))
+    }
+
+    /// Cuts the line into `partitions` equal segments and recomputes intervals and flags.
+    pub fn repartition(&mut self, partitions: usize) -> Result<()> {
+        self.repartition_timed(partitions).map(|_| ())
+    }
+
+    fn repartition_timed(&mut self, partitions: usize) -> Result<(f64, f64)> {
+        if partitions == 0 {
+            return Err(AltoError::InvalidArgument("at least one partition is needed".into()));
+        }
+        let t = Instant::now();
+        let m = self.idx.len();
+        let seg = m.div_ceil(partitions).max(1);
+        self.bounds = (0..=partitions).map(|p| (p * seg).min(m)).collect();
+        let decoder = self.decoder(DecodeKind::Runs);
+        let order = self.order();
+        let intervals: Vec<Vec<(u64, u64)>> = (0..partitions)
+            .into_par_iter()
+            .map(|p| {
+                let mut iv = vec![(1u64, 0u64); order];
+                for &x in &self.idx[self.bounds[p]..self.bounds[p + 1]] {
+                    for (mode, (lo, hi)) in iv.iter_mut().enumerate() {
+                        let c = decoder.coord(x, mode);
+                        if *lo > *hi {
+                            (*lo, *hi) = (c, c);
+                        } else {
+                            *lo = (*lo).min(c);
+                            *hi = (*hi).max(c);
+                        }
+                    }
+                }
+                iv
+            })
+            .collect();
+        self.intervals = intervals.concat();
+        let partition_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        self.set_flags(&decoder);
+        Ok((partition_s, t.elapsed().as_secs_f64()))
+    }
+
+    /// Assigns spare bits above `B` as boundary flags, limited-reuse modes first (lowest reuse
+    /// first), then the others while bits remain, and sets each nonzero's flags.
+    fn set_flags(&mut self, decoder: &AnyDecoder<I>) {
+        let b = self.layout.total_bits();
+        let value_mask = I::from_u128(if b == 128 { u128::MAX } else { (1u128 << b) - 1 });
+        self.idx.par_iter_mut().for_each(|x| *x = x.and(value_mask));
+        let order = self.order();
+        let nnz = self.nnz() as u64;
+        let mut modes: Vec<usize> = (0..order).collect();
+        let reuse = |m: usize| fiber_reuse(nnz, self.layout.dims()[m]);
+        let threshold = self.min_fiber_reuse;
+        modes.sort_by_key(|&m| (reuse(m) > threshold, reuse(m)));
+        let spare = self.layout.spare_bits();
+        self.flag_bits = vec![None; order];
+        for (k, &m) in modes.iter().enumerate().take(spare as usize) {
+            self.flag_bits[m] = Some(b + k as u32);
+        }
+        for mode in 0..order {
+            let Some(bit) = self.flag_bits[mode] else { continue };
+            let shared = self.shared_rows(decoder, mode);
+            let flag = I::from_u128(1u128 << bit);
+            self.idx.par_iter_mut().for_each(|x| {
+                if shared[decoder.coord(*x, mode) as usize] {
+                    *x = x.or(flag);
+                }
+            });
+        }
+    }
+
+    /// For each row of `mode`: is it touched by more than one segment?
+    fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> Vec<bool> {
+        const NONE: u32 = u32::MAX;
+        const MANY: u32 = u32::MAX - 1;
+        let dim = self.layout.dims()[mode] as usize;
+        let mut owner = vec![NONE; dim];
+        for p in 0..self.num_partitions() {
+            for &x in &self.idx[self.bounds[p]..self.bounds[p + 1]] {
+                let o = &mut owner[decoder.coord(x, mode) as usize];
+                if *o == NONE {
+                    *o = p as u32;
+                } else if *o != p as u32 {
+                    *o = MANY;
+                }
+            }
+        }
+        owner.into_iter().map(|o| o == MANY).collect()
+    }
+
+    /// A decoder for this tensor's masks; `Pext` falls back to `Runs` without BMI2.
+    pub fn decoder(&self, kind: DecodeKind) -> AnyDecoder<I> {
+        AnyDecoder::new(kind, &self.masks)
+            .or_else(|| AnyDecoder::new(DecodeKind::Runs, &self.masks))
+            .expect("the runs decoder is always available")
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn order(&self) -> usize {
+        self.layout.order()
+    }
+    pub fn dims(&self) -> &[u64] {
+        self.layout.dims()
+    }
+    pub fn nnz(&self) -> usize {
+        self.vals.len()
+    }
+    pub fn masks(&self) -> &[I] {
+        &self.masks
+    }
+    /// Linearized indices (with helper flags in the bits above `B`).
+    pub fn indices(&self) -> &[I] {
+        &self.idx
+    }
+    pub fn values(&self) -> &[f64] {
+        &self.vals
+    }
+    pub fn num_partitions(&self) -> usize {
+        self.bounds.len() - 1
+    }
+    /// Nonzero range of segment `p`.
+    pub fn partition_range(&self, p: usize) -> std::ops::Range<usize> {
+        self.bounds[p]..self.bounds[p + 1]
+    }
+    /// Closed interval of segment `p` in `mode`, `None` for an empty segment.
+    pub fn interval(&self, p: usize, mode: usize) -> Option<(u64, u64)> {
+        let (lo, hi) = self.intervals[p * self.order() + mode];
+        (lo <= hi).then_some((lo, hi))
+    }
+    pub fn flag_bit(&self, mode: usize) -> Option<u32> {
+        self.flag_bits[mode]
+    }
+    pub fn duplicates_merged(&self) -> u64 {
+        self.duplicates_merged
+    }
+    pub fn min_fiber_reuse(&self) -> u64 {
+        self.min_fiber_reuse
+    }
+    pub fn fiber_reuse(&self, mode: usize) -> u64 {
+        fiber_reuse(self.nnz() as u64, self.dims()[mode])
+    }
+    /// Bytes of index and value arrays (metadata is negligible).
+    pub fn storage_bytes(&self) -> u64 {
+        self.nnz() as u64 * (std::mem::size_of::<I>() as u64 + 8)
+    }
+
+    /// Back to coordinates (0-based), in ALTO order, without flags.
+    pub fn to_coo(&self) -> CooTensor {
+        let dec = self.decoder(DecodeKind::Runs);
+        let inds = (0..self.order())
+            .map(|m| self.idx.par_iter().map(|&x| dec.coord(x, m)).collect())
+            .collect();
+        CooTensor::new(self.dims().to_vec(), inds, self.vals.clone())
+            .expect("an ALTO tensor decodes to valid coordinates")
+    }
+}
+
+fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
+    let order = coo.order();
+    let hw = alto_kernels::Bmi2::try_new().filter(|_| use_bmi2).map(|t| PextDecoder::new(t, masks));
+    let vals = coo.values();
+    (0..coo.nnz())
+        .into_par_iter()
+        .with_min_len(4096)
+        .map(|k| {
+            let mut x = I::ZERO;
+            for m in 0..order {
+                let c = coo.mode_indices(m)[k];
+                x = x.or(match &hw {
+                    Some(d) => d.deposit(c, m),
+                    None => I::pdep_soft(c, masks[m]),
+                });
+            }
+            (x, vals[k])
+        })
+        .collect()
+}
+
+/// Sums runs of equal indices (sorted input), returning separate index/value arrays and the
+/// number of entries merged away.
+fn merge_duplicates<I: HwBits>(pairs: Vec<(I, f64)>) -> (Vec<I>, Vec<f64>, u64) {
+    let has_dups = pairs.par_windows(2).any(|w| w[0].0 == w[1].0);
+    if !has_dups {
+        let (idx, vals) = pairs.into_par_iter().unzip();
+        return (idx, vals, 0);
+    }
+    let mut idx: Vec<I> = Vec::with_capacity(pairs.len());
+    let mut vals: Vec<f64> = Vec::with_capacity(pairs.len());
+    for (x, v) in pairs.iter().copied() {
+        if idx.last() == Some(&x) {
+            *vals.last_mut().expect("same length as idx") += v;
+        } else {
+            idx.push(x);
+            vals.push(v);
+        }
+    }
+    let merged = (pairs.len() - idx.len()) as u64;
+    (idx, vals, merged)
+}
+
+/// Peak bytes the builder allocates for `nnz` nonzeros: two pair buffers for the radix sort
+/// plus the final index and value arrays (the input COO is already resident).
+pub fn estimate_build_bytes(nnz: usize, width: IndexWidth) -> u64 {
+    let pair = match width {
+        IndexWidth::U32 | IndexWidth::U64 => 16u64,
+        IndexWidth::U128 => 32,
+    };
+    nnz as u64 * (2 * pair + width.bytes() as u64 + 8)
+}
+
+/// Available memory from `/proc/meminfo` (`MemAvailable`), if readable.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn check_memory(needed: u64) -> Result<()> {
+    if let Some(available) = available_memory() {
+        if needed > available {
+            return Err(AltoError::OutOfMemory {
+                needed,
+                available,
+                needed_gib: needed as f64 / (1u64 << 30) as f64,
+                available_gib: available as f64 / (1u64 << 30) as f64,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// An ALTO tensor whose index width was chosen at run time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyAlto {
+    U32(AltoTensor<u32>),
+    U64(AltoTensor<u64>),
+    U128(AltoTensor<u128>),
+}
+
+/// Runs a generic expression on whichever width an [`AnyAlto`] holds.
+#[macro_export]
+macro_rules! with_alto {
+    ($any:expr, $t:ident => $body:expr) => {
+        match $any {
+            $crate::format::alto::AnyAlto::U32($t) => $body,
+            $crate::format::alto::AnyAlto::U64($t) => $body,
+            $crate::format::alto::AnyAlto::U128($t) => $body,
+        }
+    };
+}
+
+impl AnyAlto {
+    /// Builds with the narrowest index word that holds the tensor's bits.
+    pub fn build(coo: &CooTensor, opts: &BuildOptions) -> Result<(Self, BuildTimes)> {
+        Ok(match Layout::new(coo.dims())?.width() {
+            IndexWidth::U32 => {
+                let (t, times) = AltoTensor::<u32>::build(coo, opts)?;
+                (AnyAlto::U32(t), times)
+            }
+            IndexWidth::U64 => {
+                let (t, times) = AltoTensor::<u64>::build(coo, opts)?;
+                (AnyAlto::U64(t), times)
+            }
+            IndexWidth::U128 => {
+                let (t, times) = AltoTensor::<u128>::build(coo, opts)?;
+                (AnyAlto::U128(t), times)
+            }
+        })
+    }
+
+    pub fn width(&self) -> IndexWidth {
+        match self {
+            AnyAlto::U32(_) => IndexWidth::U32,
+            AnyAlto::U64(_) => IndexWidth::U64,
+            AnyAlto::U128(_) => IndexWidth::U128,
+        }
+    }
+    pub fn layout(&self) -> &Layout {
+        with_alto!(self, t => t.layout())
+    }
+    pub fn order(&self) -> usize {
+        self.layout().order()
+    }
+    pub fn dims(&self) -> &[u64] {
+        self.layout().dims()
+    }
+    pub fn nnz(&self) -> usize {
+        with_alto!(self, t => t.nnz())
+    }
+    pub fn num_partitions(&self) -> usize {
+        with_alto!(self, t => t.num_partitions())
+    }
+    pub fn repartition(&mut self, partitions: usize) -> Result<()> {
+        with_alto!(self, t => t.repartition(partitions))
+    }
+    pub fn duplicates_merged(&self) -> u64 {
+        with_alto!(self, t => t.duplicates_merged())
+    }
+    pub fn fiber_reuse(&self, mode: usize) -> u64 {
+        with_alto!(self, t => t.fiber_reuse(mode))
+    }
+    pub fn flag_bit(&self, mode: usize) -> Option<u32> {
+        with_alto!(self, t => t.flag_bit(mode))
+    }
+    pub fn min_fiber_reuse(&self) -> u64 {
+        with_alto!(self, t => t.min_fiber_reuse())
+    }
+    pub fn storage_bytes(&self) -> u64 {
+        with_alto!(self, t => t.storage_bytes())
+    }
+    pub fn values(&self) -> &[f64] {
+        with_alto!(self, t => t.values())
+    }
+    pub fn to_coo(&self) -> CooTensor {
+        with_alto!(self, t => t.to_coo())
+    }
+    pub fn interval(&self, p: usize, mode: usize) -> Option<(u64, u64)> {
+        with_alto!(self, t => t.interval(p, mode))
+    }
+    pub fn partition_range(&self, p: usize) -> std::ops::Range<usize> {
+        with_alto!(self, t => t.partition_range(p))
+    }
+}

@@ -1,0 +1,176 @@
+//! Every ALTO MTTKRP variant against the naive COO oracle, across orders 2-6, the rank grid,
+//! all modes, all three index widths, 1-4 threads (more threads than nonzeros included), every
+//! strategy, both decoders, and tensors with duplicate coordinates.
+
+use alto::dispatch::KernelChoice;
+use alto::format::{AnyAlto, BuildOptions, IndexWidth};
+use alto::mttkrp::{compare_with_oracle, mttkrp, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice, Workspace};
+use alto::pool::build_pool;
+use alto::{CooTensor, Matrix};
+use alto_kernels::{Bmi2, DecodeKind, Isa, KernelId, RankSpec};
+use rand::{Rng, SeedableRng};
+
+const RANKS: [usize; 8] = [1, 7, 8, 9, 16, 17, 33, 64];
+
+/// Dims whose total bit count lands in the requested width, with factors small enough to test.
+fn dims_for(order: usize, width: IndexWidth, rng: &mut impl Rng) -> Option<Vec<u64>> {
+    let target_bits: u32 = match width {
+        IndexWidth::U32 => 4 * order as u32,
+        IndexWidth::U64 => 33,
+        IndexWidth::U128 => 65,
+    };
+    let base = target_bits / order as u32;
+    let extra = target_bits % order as u32;
+    let bits: Vec<u32> = (0..order as u32).map(|m| base + u32::from(m < extra)).collect();
+    if bits.iter().any(|&b| b > 17) {
+        return None; // factor matrices would be too large for a unit test
+    }
+    let dims: Vec<u64> = bits
+        .iter()
+        .map(|&b| (1u64 << (b - 1)) + 1 + rng.random_range(0..(1u64 << (b - 1)) - 1))
+        .collect();
+    let layout = alto::format::Layout::new(&dims).ok()?;
+    (layout.width() == width).then_some(dims)
+}
+
+/// Random nonzeros with clustered coordinates (so segments share rows) and some duplicates.
+fn random_tensor(dims: &[u64], nnz: usize, rng: &mut impl Rng) -> CooTensor {
+    let mut inds: Vec<Vec<u64>> = vec![Vec::with_capacity(nnz); dims.len()];
+    let mut vals = Vec::with_capacity(nnz);
+    for k in 0..nnz {
+        if k > 0 && rng.random_bool(0.1) {
+            // duplicate of an earlier coordinate
+            let j = rng.random_range(0..k);
+            for ind in inds.iter_mut() {
+                let x = ind[j];
+                ind.push(x);
+            }
+        } else {
+            for (m, ind) in inds.iter_mut().enumerate() {
+                // A few hot rows per mode plus uniform ones.
+                let hot = rng.random_bool(0.5);
+                let x = if hot { rng.random_range(0..dims[m].min(5)) } else { rng.random_range(0..dims[m]) };
+                ind.push(x);
+            }
+        }
+        vals.push(rng.random_range(-1.0..1.0));
+    }
+    CooTensor::new(dims.to_vec(), inds, vals).unwrap()
+}
+
+fn kernels_for(rank: usize) -> Vec<KernelChoice> {
+    let mut v = vec![KernelChoice::Auto];
+    for isa in Isa::ALL.into_iter().filter(|i| i.available()) {
+        v.push(KernelChoice::Named(KernelId { isa, rank: RankSpec::Dynamic }));
+        if let RankSpec::Fixed(_) = RankSpec::best_for(rank) {
+            v.push(KernelChoice::Named(KernelId::best(isa, rank)));
+        }
+    }
+    v
+}
+
+fn decoders() -> Vec<DecodeKind> {
+    let mut v = vec![DecodeKind::Runs];
+    if Bmi2::try_new().is_some() {
+        v.push(DecodeKind::Pext);
+    } else {
+        eprintln!("skipping the pext decoder: this CPU has no BMI2");
+    }
+    v
+}
+
+fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut impl Rng) -> usize {
+    let mut runs = 0;
+    for &t in threads {
+        let pool = build_pool(t).unwrap();
+        // Partitions = threads, and sometimes many more than nonzeros.
+        let parts = if rng.random_bool(0.25) { coo.nnz() + 3 } else { t };
+        let (alto, _) = pool
+            .install(|| AnyAlto::build(coo, &BuildOptions { partitions: parts, ..Default::default() }))
+            .unwrap();
+        for &rank in ranks {
+            let factors: Vec<Matrix> =
+                coo.dims().iter().enumerate().map(|(m, &d)| Matrix::random(d as usize, rank, m as u64)).collect();
+            let mut ws = Workspace::new(&alto, rank);
+            for mode in 0..coo.order() {
+                let want = mttkrp_oracle(coo, &factors, mode).unwrap();
+                for sync in [SyncChoice::Auto, SyncChoice::Force(Sync::Pull), SyncChoice::Force(Sync::Atomic), SyncChoice::Force(Sync::Flagged)] {
+                    for kernel in kernels_for(rank) {
+                        for decode in decoders() {
+                            let opts = MttkrpOptions { sync, kernel, decode: Some(decode), min_fiber_reuse: None };
+                            let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
+                            got.as_mut_slice().fill(f64::NAN); // the driver must zero it
+                            let run = mttkrp(&alto, &factors, mode, &mut got, &opts, &mut ws, &pool).unwrap();
+                            let err = compare_with_oracle(coo, &factors, mode, &got, &want);
+                            assert!(
+                                err <= 1.0,
+                                "{} mismatch: order {} dims {:?} nnz {} rank {rank} mode {mode} threads {t} parts {parts} width {:?} decode {:?} (error ratio {err})",
+                                run.name, coo.order(), coo.dims(), coo.nnz(), alto.width(), decode
+                            );
+                            runs += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    runs
+}
+
+#[test]
+fn all_variants_match_the_oracle() {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(2021);
+    let heavy = cfg!(feature = "heavy-tests") || std::env::var_os("ALTO_HEAVY_TESTS").is_some();
+    let mut runs = 0;
+    for order in 2..=6 {
+        for width in [IndexWidth::U32, IndexWidth::U64, IndexWidth::U128] {
+            let Some(dims) = dims_for(order, width, &mut rng) else {
+                eprintln!("order {order} {width:?}: no dims with small factors; covered by other orders");
+                continue;
+            };
+            let nnz = if heavy { 3000 } else { rng.random_range(40..400) };
+            let coo = random_tensor(&dims, nnz, &mut rng);
+            let largest_dim = *dims.iter().max().unwrap();
+            let ranks: Vec<usize> = if heavy || largest_dim < 5000 {
+                RANKS.to_vec()
+            } else {
+                vec![1, 8, 9] // keep the dense factors of long modes small
+            };
+            runs += check_tensor(&coo, &[1, 2, 3, 4], &ranks, &mut rng);
+        }
+    }
+    eprintln!("{runs} MTTKRP runs matched the oracle");
+}
+
+#[test]
+fn more_threads_than_nonzeros_and_tiny_tensors() {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+    for nnz in [1usize, 2, 3] {
+        let coo = random_tensor(&[3, 4, 5], nnz, &mut rng);
+        check_tensor(&coo, &[4], &[1, 8, 17], &mut rng);
+    }
+}
+
+#[test]
+fn strategies_resolve_as_documented() {
+    // A flat 3-D tensor with a long, low-reuse mode 2 (nnz / dim <= 4) and short modes.
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(9);
+    let coo = random_tensor(&[4, 6, 5000], 2000, &mut rng);
+    let pool = build_pool(2).unwrap();
+    let (alto, _) =
+        pool.install(|| AnyAlto::build(&coo, &BuildOptions { partitions: 2, ..Default::default() })).unwrap();
+    let factors: Vec<Matrix> = coo.dims().iter().map(|&d| Matrix::random(d as usize, 4, 1)).collect();
+    let mut ws = Workspace::new(&alto, 4);
+    let mut out = Matrix::zeros(5000, 4);
+    let run = mttkrp(&alto, &factors, 2, &mut out, &MttkrpOptions::default(), &mut ws, &pool).unwrap();
+    assert_eq!(alto.width(), IndexWidth::U32);
+    assert!(alto.flag_bit(2).is_some(), "a u32 index with 17 bits has spare flag bits");
+    assert_eq!(run.sync, Sync::Flagged);
+    let mut out0 = Matrix::zeros(4, 4);
+    let run0 = mttkrp(&alto, &factors, 0, &mut out0, &MttkrpOptions::default(), &mut ws, &pool).unwrap();
+    assert_eq!(run0.sync, Sync::Pull);
+    // Raising the threshold above mode 0's reuse forces the atomic-side branch there too.
+    let opts = MttkrpOptions { min_fiber_reuse: Some(10_000), ..Default::default() };
+    let run0 = mttkrp(&alto, &factors, 0, &mut out0, &opts, &mut ws, &pool).unwrap();
+    assert_eq!(run0.sync, Sync::Flagged);
+}
