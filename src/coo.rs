@@ -20,7 +20,10 @@ impl CooTensor {
     pub fn new(dims: Vec<u64>, inds: Vec<Vec<u64>>, vals: Vec<f64>) -> Result<Self> {
         let order = dims.len();
         if !(2..=MAX_ORDER).contains(&order) {
-            return Err(AltoError::UnsupportedOrder { order, max: MAX_ORDER });
+            return Err(AltoError::UnsupportedOrder {
+                order,
+                max: MAX_ORDER,
+            });
         }
         if inds.len() != order {
             return Err(AltoError::InvalidArgument(format!(

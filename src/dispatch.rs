@@ -12,13 +12,20 @@ pub const DECODE_ENV: &str = "ALTO_DECODE";
 
 /// The best ISA available on this CPU, best first.
 pub fn best_isa() -> Isa {
-    Isa::ALL.into_iter().rev().find(|isa| isa.available()).unwrap_or(Isa::Scalar)
+    Isa::ALL
+        .into_iter()
+        .rev()
+        .find(|isa| isa.available())
+        .unwrap_or(Isa::Scalar)
 }
 
 fn parse_isa(name: &str) -> Result<Isa> {
     let isa = Isa::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Isa::ALL.iter().map(|i| i.name()).collect();
-        AltoError::InvalidArgument(format!("unknown ISA `{name}` (known: {})", known.join(", ")))
+        AltoError::InvalidArgument(format!(
+            "unknown ISA `{name}` (known: {})",
+            known.join(", ")
+        ))
     })?;
     if !isa.available() {
         return Err(AltoError::InvalidArgument(format!(
@@ -33,9 +40,7 @@ fn parse_isa(name: &str) -> Result<Isa> {
 pub fn default_isa() -> Result<Isa> {
     static ISA: OnceLock<std::result::Result<Isa, String>> = OnceLock::new();
     ISA.get_or_init(|| match std::env::var(ISA_ENV) {
-        Ok(name) if !name.is_empty() => {
-            parse_isa(&name).map_err(|e| format!("{ISA_ENV}: {e}"))
-        }
+        Ok(name) if !name.is_empty() => parse_isa(&name).map_err(|e| format!("{ISA_ENV}: {e}")),
         _ => Ok(best_isa()),
     })
     .clone()
@@ -52,7 +57,9 @@ pub fn default_decode() -> Result<DecodeKind> {
             Ok("pext") => Err(format!("{DECODE_ENV}=pext but this CPU has no BMI2")),
             Ok("runs") => Ok(DecodeKind::Runs),
             Ok("") | Err(_) => Ok(default_decode_kind(cpu)),
-            Ok(other) => Err(format!("{DECODE_ENV}: unknown decoder `{other}` (pext or runs)")),
+            Ok(other) => Err(format!(
+                "{DECODE_ENV}: unknown decoder `{other}` (pext or runs)"
+            )),
         }
     })
     .clone()
@@ -82,13 +89,15 @@ impl KernelChoice {
             .iter()
             .find_map(|p| s.strip_prefix(p))
             .unwrap_or(s);
-        KernelId::parse(bare).map(KernelChoice::Named).ok_or_else(|| {
-            let names: Vec<String> = KernelId::all().iter().map(|k| k.to_string()).collect();
-            AltoError::InvalidArgument(format!(
-                "unknown kernel `{s}` (auto, an ISA, or one of: {})",
-                names.join(", ")
-            ))
-        })
+        KernelId::parse(bare)
+            .map(KernelChoice::Named)
+            .ok_or_else(|| {
+                let names: Vec<String> = KernelId::all().iter().map(|k| k.to_string()).collect();
+                AltoError::InvalidArgument(format!(
+                    "unknown kernel `{s}` (auto, an ISA, or one of: {})",
+                    names.join(", ")
+                ))
+            })
     }
 
     /// The kernel to run for `rank`.
@@ -105,7 +114,9 @@ impl KernelChoice {
             )));
         }
         if !k.rank.supports(rank) {
-            return Err(AltoError::InvalidArgument(format!("kernel {k} cannot run rank {rank}")));
+            return Err(AltoError::InvalidArgument(format!(
+                "kernel {k} cannot run rank {rank}"
+            )));
         }
         Ok(k)
     }

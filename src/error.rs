@@ -7,7 +7,11 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum TnsLineError {
     #[error("expected {expected} tokens ({order} indices and a value), found {found}")]
-    TokenCount { expected: usize, order: usize, found: usize },
+    TokenCount {
+        expected: usize,
+        order: usize,
+        found: usize,
+    },
     #[error("mode {mode} index `{token}` is not a positive integer")]
     BadIndex { mode: usize, token: String },
     #[error("mode {mode} index is 0, but FROSTT indices are 1-based")]
@@ -33,11 +37,19 @@ pub enum AltoError {
         source: std::io::Error,
     },
     #[error("{path}:{line}: {error}")]
-    TnsLine { path: PathBuf, line: u64, error: TnsLineError },
+    TnsLine {
+        path: PathBuf,
+        line: u64,
+        error: TnsLineError,
+    },
     #[error("{path}: the tensor has no nonzeros")]
     EmptyTensor { path: PathBuf },
     #[error("{path}: declared dims have {declared} modes but the file has order {found}")]
-    DimsOrderMismatch { path: PathBuf, declared: usize, found: usize },
+    DimsOrderMismatch {
+        path: PathBuf,
+        declared: usize,
+        found: usize,
+    },
     #[error("tensor needs {bits} index bits in total; ALTO supports at most 128")]
     TooManyBits { bits: u32 },
     #[error("{path}: the tensor needs {bits} index bits in total; ALTO supports at most 128")]
@@ -54,7 +66,12 @@ pub enum AltoError {
         "not enough memory: building needs about {needed} bytes ({needed_gib:.2} GiB) \
          but only {available} bytes ({available_gib:.2} GiB) are available"
     )]
-    OutOfMemory { needed: u64, available: u64, needed_gib: f64, available_gib: f64 },
+    OutOfMemory {
+        needed: u64,
+        available: u64,
+        needed_gib: f64,
+        available_gib: f64,
+    },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("kernel: {0}")]
@@ -63,7 +80,10 @@ pub enum AltoError {
 
 impl AltoError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        AltoError::Io { path: path.into(), source }
+        AltoError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

@@ -17,7 +17,11 @@ pub struct Matrix {
 
 impl Matrix {
     pub fn zeros(rows: usize, cols: usize) -> Self {
-        Matrix { rows, cols, data: vec![0.0; rows * cols] }
+        Matrix {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
     }
 
     pub fn from_vec(rows: usize, cols: usize, data: Vec<f64>) -> Result<Self> {
@@ -70,7 +74,11 @@ impl Matrix {
         if (self.rows, self.cols) != (other.rows, other.cols) {
             return f64::INFINITY;
         }
-        self.data.iter().zip(&other.data).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+        self.data
+            .iter()
+            .zip(&other.data)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max)
     }
 
     /// Writes the matrix as a `.npy` file (f64, C order).
@@ -92,8 +100,12 @@ impl Matrix {
     /// Reads a 2-D f64 `.npy` file in C order (a 1-D array reads as one column).
     pub fn read_npy(path: &Path) -> Result<Matrix> {
         let bytes = std::fs::read(path).map_err(|e| AltoError::io(path, e))?;
-        let bad = |reason: String| AltoError::BadNpy { path: path.to_path_buf(), reason };
-        let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("not a .npy file: {e}")))?;
+        let bad = |reason: String| AltoError::BadNpy {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let npy =
+            npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("not a .npy file: {e}")))?;
         let shape = npy.shape().to_vec();
         let (rows, cols) = match shape[..] {
             [r, c] => (r as usize, c as usize),
@@ -101,14 +113,21 @@ impl Matrix {
             _ => return Err(bad(format!("expected a 2-D array, found shape {shape:?}"))),
         };
         if npy.order() != npyz::Order::C && rows > 1 && cols > 1 {
-            return Err(bad("expected C (row-major) order, found Fortran order".into()));
+            return Err(bad(
+                "expected C (row-major) order, found Fortran order".into()
+            ));
         }
         let dtype = npy.dtype();
         let ok = matches!(&dtype, npyz::DType::Plain(ts) if ts.type_char() == npyz::TypeChar::Float && ts.size_field() == 8);
         if !ok {
-            return Err(bad(format!("expected float64 data, found {}", dtype.descr())));
+            return Err(bad(format!(
+                "expected float64 data, found {}",
+                dtype.descr()
+            )));
         }
-        let data: Vec<f64> = npy.into_vec().map_err(|e| bad(format!("cannot read data: {e}")))?;
+        let data: Vec<f64> = npy
+            .into_vec()
+            .map_err(|e| bad(format!("cannot read data: {e}")))?;
         if data.len() != rows * cols {
             return Err(bad(format!("{} values for shape {shape:?}", data.len())));
         }
@@ -142,6 +161,9 @@ mod tests {
             w.finish().unwrap();
         }
         std::fs::write(&p, &bytes).unwrap();
-        assert!(Matrix::read_npy(&p).unwrap_err().to_string().contains("float64"));
+        assert!(Matrix::read_npy(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("float64"));
     }
 }

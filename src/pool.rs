@@ -6,7 +6,9 @@ use crate::error::{AltoError, Result};
 /// Builds a pool of `threads` workers named `alto-worker-{i}`.
 pub fn build_pool(threads: usize) -> Result<rayon::ThreadPool> {
     if threads == 0 {
-        return Err(AltoError::InvalidArgument("--threads must be at least 1".into()));
+        return Err(AltoError::InvalidArgument(
+            "--threads must be at least 1".into(),
+        ));
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

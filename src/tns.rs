@@ -20,7 +20,11 @@ pub fn read_tns(path: &Path, dims: Option<&[u64]>) -> Result<CooTensor> {
 }
 
 /// Reads `.tns` text from any reader; `path` names the source in errors.
-pub fn read_tns_from(mut reader: impl Read, path: &Path, dims: Option<&[u64]>) -> Result<CooTensor> {
+pub fn read_tns_from(
+    mut reader: impl Read,
+    path: &Path,
+    dims: Option<&[u64]>,
+) -> Result<CooTensor> {
     let mut parser = LineParser::new(path, dims)?;
     let mut buf = vec![0u8; BLOCK];
     let mut filled = 0usize;
@@ -95,7 +99,11 @@ impl<'p> LineParser<'p> {
     }
 
     fn err(&self, error: TnsLineError) -> AltoError {
-        AltoError::TnsLine { path: self.path.to_path_buf(), line: self.line_no, error }
+        AltoError::TnsLine {
+            path: self.path.to_path_buf(),
+            line: self.line_no,
+            error,
+        }
     }
 
     fn line(&mut self, line: &[u8]) -> Result<()> {
@@ -147,11 +155,17 @@ impl<'p> LineParser<'p> {
             // Undo this line's partial pushes so the arrays stay consistent (the error is fatal
             // anyway, but keep the invariant simple).
             let total = found + usize::from(value_tok.is_some()) + extra;
-            return Err(self.err(TnsLineError::TokenCount { expected: order + 1, order, found: total }));
+            return Err(self.err(TnsLineError::TokenCount {
+                expected: order + 1,
+                order,
+                found: total,
+            }));
         }
         let tok = value_tok.unwrap_or_default();
         let value = parse_value(tok).ok_or_else(|| {
-            self.err(TnsLineError::BadValue { token: String::from_utf8_lossy(tok).into_owned() })
+            self.err(TnsLineError::BadValue {
+                token: String::from_utf8_lossy(tok).into_owned(),
+            })
         })?;
         if !value.is_finite() {
             return Err(self.err(TnsLineError::NonFiniteValue {
@@ -168,7 +182,10 @@ impl<'p> LineParser<'p> {
         }
         let order = tokens - 1;
         if order > MAX_ORDER {
-            return Err(AltoError::UnsupportedOrder { order, max: MAX_ORDER });
+            return Err(AltoError::UnsupportedOrder {
+                order,
+                max: MAX_ORDER,
+            });
         }
         if let Some(d) = &self.declared {
             if d.len() != order {
@@ -187,12 +204,17 @@ impl<'p> LineParser<'p> {
 
     fn finish(self) -> Result<CooTensor> {
         if self.vals.is_empty() {
-            return Err(AltoError::EmptyTensor { path: self.path.to_path_buf() });
+            return Err(AltoError::EmptyTensor {
+                path: self.path.to_path_buf(),
+            });
         }
         let dims = self.declared.unwrap_or(self.maxima);
         let bits: u32 = dims.iter().map(|&d| bits_for_dim(d)).sum();
         if bits > 128 {
-            return Err(AltoError::FileTooManyBits { path: self.path.to_path_buf(), bits });
+            return Err(AltoError::FileTooManyBits {
+                path: self.path.to_path_buf(),
+                bits,
+            });
         }
         CooTensor::new(dims, self.inds, self.vals)
     }
@@ -286,35 +308,89 @@ mod tests {
 
     #[test]
     fn malformed_lines_name_the_line() {
-        assert!(matches!(line_err("1 1 1\n1 1\n"), (2, TnsLineError::TokenCount { found: 2, .. })));
-        assert!(matches!(line_err("1 1 1\n1 1 1 1\n"), (2, TnsLineError::TokenCount { found: 4, .. })));
-        assert!(matches!(line_err("1 x 1\n"), (1, TnsLineError::BadIndex { mode: 2, .. })));
-        assert!(matches!(line_err("1 1 1\n0 1 1\n"), (2, TnsLineError::ZeroIndex { mode: 1 })));
-        assert!(matches!(line_err("1 -3 1\n"), (1, TnsLineError::BadIndex { mode: 2, .. })));
-        assert!(matches!(line_err("1 1 abc\n"), (1, TnsLineError::BadValue { .. })));
-        assert!(matches!(line_err("1 1 nan\n"), (1, TnsLineError::NonFiniteValue { .. })));
-        assert!(matches!(line_err("1 1 inf\n"), (1, TnsLineError::NonFiniteValue { .. })));
-        assert!(matches!(line_err("1 1e999\n1 2\n"), (1, TnsLineError::OrderTooSmall { .. })));
-        assert!(matches!(line_err("# c\n1 2\n"), (2, TnsLineError::OrderTooSmall { found: 2 })));
+        assert!(matches!(
+            line_err("1 1 1\n1 1\n"),
+            (2, TnsLineError::TokenCount { found: 2, .. })
+        ));
+        assert!(matches!(
+            line_err("1 1 1\n1 1 1 1\n"),
+            (2, TnsLineError::TokenCount { found: 4, .. })
+        ));
+        assert!(matches!(
+            line_err("1 x 1\n"),
+            (1, TnsLineError::BadIndex { mode: 2, .. })
+        ));
+        assert!(matches!(
+            line_err("1 1 1\n0 1 1\n"),
+            (2, TnsLineError::ZeroIndex { mode: 1 })
+        ));
+        assert!(matches!(
+            line_err("1 -3 1\n"),
+            (1, TnsLineError::BadIndex { mode: 2, .. })
+        ));
+        assert!(matches!(
+            line_err("1 1 abc\n"),
+            (1, TnsLineError::BadValue { .. })
+        ));
+        assert!(matches!(
+            line_err("1 1 nan\n"),
+            (1, TnsLineError::NonFiniteValue { .. })
+        ));
+        assert!(matches!(
+            line_err("1 1 inf\n"),
+            (1, TnsLineError::NonFiniteValue { .. })
+        ));
+        assert!(matches!(
+            line_err("1 1e999\n1 2\n"),
+            (1, TnsLineError::OrderTooSmall { .. })
+        ));
+        assert!(matches!(
+            line_err("# c\n1 2\n"),
+            (2, TnsLineError::OrderTooSmall { found: 2 })
+        ));
         assert!(matches!(
             line_err("1 99999999999999999999999 1\n"),
             (1, TnsLineError::BadIndex { mode: 2, .. })
         ));
         match parse("1 1 1\n3 1 1\n", Some(&[2, 2])) {
-            Err(AltoError::TnsLine { line: 2, error: TnsLineError::IndexAboveDim { mode: 1, index: 3, dim: 2 }, .. }) => {}
+            Err(AltoError::TnsLine {
+                line: 2,
+                error:
+                    TnsLineError::IndexAboveDim {
+                        mode: 1,
+                        index: 3,
+                        dim: 2,
+                    },
+                ..
+            }) => {}
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn whole_file_errors() {
-        assert!(matches!(parse("", None), Err(AltoError::EmptyTensor { .. })));
-        assert!(matches!(parse("# only\n\n", None), Err(AltoError::EmptyTensor { .. })));
-        assert!(matches!(parse("1 1 1\n", Some(&[2, 2, 2])), Err(AltoError::DimsOrderMismatch { .. })));
-        assert!(matches!(parse("1 1 1\n", Some(&[2, 0])), Err(AltoError::BadDim { .. })));
+        assert!(matches!(
+            parse("", None),
+            Err(AltoError::EmptyTensor { .. })
+        ));
+        assert!(matches!(
+            parse("# only\n\n", None),
+            Err(AltoError::EmptyTensor { .. })
+        ));
+        assert!(matches!(
+            parse("1 1 1\n", Some(&[2, 2, 2])),
+            Err(AltoError::DimsOrderMismatch { .. })
+        ));
+        assert!(matches!(
+            parse("1 1 1\n", Some(&[2, 0])),
+            Err(AltoError::BadDim { .. })
+        ));
         // 3 modes of 2^60 need 180 bits.
         let big = format!("{0} {0} {0} 1\n", 1u64 << 60);
-        assert!(matches!(parse(&big, None), Err(AltoError::FileTooManyBits { bits: 180, .. })));
+        assert!(matches!(
+            parse(&big, None),
+            Err(AltoError::FileTooManyBits { bits: 180, .. })
+        ));
         let e = read_tns(Path::new("/nonexistent/x.tns"), None).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/x.tns"));
     }

@@ -4,7 +4,9 @@
 
 use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions, IndexWidth};
-use alto::mttkrp::{compare_with_oracle, mttkrp, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice, Workspace};
+use alto::mttkrp::{
+    compare_with_oracle, mttkrp, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice, Workspace,
+};
 use alto::pool::build_pool;
 use alto::{CooTensor, Matrix};
 use alto_kernels::{Bmi2, DecodeKind, Isa, KernelId, RankSpec};
@@ -21,7 +23,9 @@ fn dims_for(order: usize, width: IndexWidth, rng: &mut impl Rng) -> Option<Vec<u
     };
     let base = target_bits / order as u32;
     let extra = target_bits % order as u32;
-    let bits: Vec<u32> = (0..order as u32).map(|m| base + u32::from(m < extra)).collect();
+    let bits: Vec<u32> = (0..order as u32)
+        .map(|m| base + u32::from(m < extra))
+        .collect();
     if bits.iter().any(|&b| b > 17) {
         return None; // factor matrices would be too large for a unit test
     }
@@ -49,7 +53,11 @@ fn random_tensor(dims: &[u64], nnz: usize, rng: &mut impl Rng) -> CooTensor {
             for (m, ind) in inds.iter_mut().enumerate() {
                 // A few hot rows per mode plus uniform ones.
                 let hot = rng.random_bool(0.5);
-                let x = if hot { rng.random_range(0..dims[m].min(5)) } else { rng.random_range(0..dims[m]) };
+                let x = if hot {
+                    rng.random_range(0..dims[m].min(5))
+                } else {
+                    rng.random_range(0..dims[m])
+                };
                 ind.push(x);
             }
         }
@@ -61,7 +69,10 @@ fn random_tensor(dims: &[u64], nnz: usize, rng: &mut impl Rng) -> CooTensor {
 fn kernels_for(rank: usize) -> Vec<KernelChoice> {
     let mut v = vec![KernelChoice::Auto];
     for isa in Isa::ALL.into_iter().filter(|i| i.available()) {
-        v.push(KernelChoice::Named(KernelId { isa, rank: RankSpec::Dynamic }));
+        v.push(KernelChoice::Named(KernelId {
+            isa,
+            rank: RankSpec::Dynamic,
+        }));
         if let RankSpec::Fixed(_) = RankSpec::best_for(rank) {
             v.push(KernelChoice::Named(KernelId::best(isa, rank)));
         }
@@ -84,23 +95,51 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
     for &t in threads {
         let pool = build_pool(t).unwrap();
         // Partitions = threads, and sometimes many more than nonzeros.
-        let parts = if rng.random_bool(0.25) { coo.nnz() + 3 } else { t };
+        let parts = if rng.random_bool(0.25) {
+            coo.nnz() + 3
+        } else {
+            t
+        };
         let (alto, _) = pool
-            .install(|| AnyAlto::build(coo, &BuildOptions { partitions: parts, ..Default::default() }))
+            .install(|| {
+                AnyAlto::build(
+                    coo,
+                    &BuildOptions {
+                        partitions: parts,
+                        ..Default::default()
+                    },
+                )
+            })
             .unwrap();
         for &rank in ranks {
-            let factors: Vec<Matrix> =
-                coo.dims().iter().enumerate().map(|(m, &d)| Matrix::random(d as usize, rank, m as u64)).collect();
+            let factors: Vec<Matrix> = coo
+                .dims()
+                .iter()
+                .enumerate()
+                .map(|(m, &d)| Matrix::random(d as usize, rank, m as u64))
+                .collect();
             let mut ws = Workspace::new(&alto, rank);
             for mode in 0..coo.order() {
                 let want = mttkrp_oracle(coo, &factors, mode).unwrap();
-                for sync in [SyncChoice::Auto, SyncChoice::Force(Sync::Pull), SyncChoice::Force(Sync::Atomic), SyncChoice::Force(Sync::Flagged)] {
+                for sync in [
+                    SyncChoice::Auto,
+                    SyncChoice::Force(Sync::Pull),
+                    SyncChoice::Force(Sync::Atomic),
+                    SyncChoice::Force(Sync::Flagged),
+                ] {
                     for kernel in kernels_for(rank) {
                         for decode in decoders() {
-                            let opts = MttkrpOptions { sync, kernel, decode: Some(decode), min_fiber_reuse: None };
+                            let opts = MttkrpOptions {
+                                sync,
+                                kernel,
+                                decode: Some(decode),
+                                min_fiber_reuse: None,
+                            };
                             let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
                             got.as_mut_slice().fill(f64::NAN); // the driver must zero it
-                            let run = mttkrp(&alto, &factors, mode, &mut got, &opts, &mut ws, &pool).unwrap();
+                            let run =
+                                mttkrp(&alto, &factors, mode, &mut got, &opts, &mut ws, &pool)
+                                    .unwrap();
                             let err = compare_with_oracle(coo, &factors, mode, &got, &want);
                             assert!(
                                 err <= 1.0,
@@ -125,10 +164,16 @@ fn all_variants_match_the_oracle() {
     for order in 2..=6 {
         for width in [IndexWidth::U32, IndexWidth::U64, IndexWidth::U128] {
             let Some(dims) = dims_for(order, width, &mut rng) else {
-                eprintln!("order {order} {width:?}: no dims with small factors; covered by other orders");
+                eprintln!(
+                    "order {order} {width:?}: no dims with small factors; covered by other orders"
+                );
                 continue;
             };
-            let nnz = if heavy { 3000 } else { rng.random_range(40..400) };
+            let nnz = if heavy {
+                3000
+            } else {
+                rng.random_range(40..400)
+            };
             let coo = random_tensor(&dims, nnz, &mut rng);
             let largest_dim = *dims.iter().max().unwrap();
             let ranks: Vec<usize> = if heavy || largest_dim < 5000 {
@@ -157,20 +202,57 @@ fn strategies_resolve_as_documented() {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(9);
     let coo = random_tensor(&[4, 6, 5000], 2000, &mut rng);
     let pool = build_pool(2).unwrap();
-    let (alto, _) =
-        pool.install(|| AnyAlto::build(&coo, &BuildOptions { partitions: 2, ..Default::default() })).unwrap();
-    let factors: Vec<Matrix> = coo.dims().iter().map(|&d| Matrix::random(d as usize, 4, 1)).collect();
+    let (alto, _) = pool
+        .install(|| {
+            AnyAlto::build(
+                &coo,
+                &BuildOptions {
+                    partitions: 2,
+                    ..Default::default()
+                },
+            )
+        })
+        .unwrap();
+    let factors: Vec<Matrix> = coo
+        .dims()
+        .iter()
+        .map(|&d| Matrix::random(d as usize, 4, 1))
+        .collect();
     let mut ws = Workspace::new(&alto, 4);
     let mut out = Matrix::zeros(5000, 4);
-    let run = mttkrp(&alto, &factors, 2, &mut out, &MttkrpOptions::default(), &mut ws, &pool).unwrap();
+    let run = mttkrp(
+        &alto,
+        &factors,
+        2,
+        &mut out,
+        &MttkrpOptions::default(),
+        &mut ws,
+        &pool,
+    )
+    .unwrap();
     assert_eq!(alto.width(), IndexWidth::U32);
-    assert!(alto.flag_bit(2).is_some(), "a u32 index with 17 bits has spare flag bits");
+    assert!(
+        alto.flag_bit(2).is_some(),
+        "a u32 index with 17 bits has spare flag bits"
+    );
     assert_eq!(run.sync, Sync::Flagged);
     let mut out0 = Matrix::zeros(4, 4);
-    let run0 = mttkrp(&alto, &factors, 0, &mut out0, &MttkrpOptions::default(), &mut ws, &pool).unwrap();
+    let run0 = mttkrp(
+        &alto,
+        &factors,
+        0,
+        &mut out0,
+        &MttkrpOptions::default(),
+        &mut ws,
+        &pool,
+    )
+    .unwrap();
     assert_eq!(run0.sync, Sync::Pull);
     // Raising the threshold above mode 0's reuse forces the atomic-side branch there too.
-    let opts = MttkrpOptions { min_fiber_reuse: Some(10_000), ..Default::default() };
+    let opts = MttkrpOptions {
+        min_fiber_reuse: Some(10_000),
+        ..Default::default()
+    };
     let run0 = mttkrp(&alto, &factors, 0, &mut out0, &opts, &mut ws, &pool).unwrap();
     assert_eq!(run0.sync, Sync::Flagged);
 }

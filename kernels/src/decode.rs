@@ -114,8 +114,15 @@ pub struct PextDecoder<I> {
 
 impl<I: HwBits> PextDecoder<I> {
     pub fn new(_token: Bmi2, masks: &[I]) -> Self {
-        let lo_bits = masks.iter().map(|m| (m.to_u128() as u64).count_ones()).collect();
-        PextDecoder { masks: masks.to_vec(), lo_bits, _token }
+        let lo_bits = masks
+            .iter()
+            .map(|m| (m.to_u128() as u64).count_ones())
+            .collect();
+        PextDecoder {
+            masks: masks.to_vec(),
+            lo_bits,
+            _token,
+        }
     }
 
     /// Encodes one coordinate with `pdep` (used by the format builder).
@@ -155,7 +162,11 @@ impl<I: AltoIndex> RunsDecoder<I> {
         let mut starts = vec![0];
         for m in masks {
             for BitRun { src, dst, len } in bit_runs(m.to_u128()) {
-                let field = if len >= 128 { u128::MAX } else { (1u128 << len) - 1 };
+                let field = if len >= 128 {
+                    u128::MAX
+                } else {
+                    (1u128 << len) - 1
+                };
                 runs.push((src, dst, I::from_u128(field)));
             }
             starts.push(runs.len());

@@ -159,12 +159,31 @@ mod tests {
         assert_eq!(
             bit_runs(0b1011_0110),
             vec![
-                BitRun { src: 1, dst: 0, len: 2 },
-                BitRun { src: 4, dst: 2, len: 2 },
-                BitRun { src: 7, dst: 4, len: 1 }
+                BitRun {
+                    src: 1,
+                    dst: 0,
+                    len: 2
+                },
+                BitRun {
+                    src: 4,
+                    dst: 2,
+                    len: 2
+                },
+                BitRun {
+                    src: 7,
+                    dst: 4,
+                    len: 1
+                }
             ]
         );
-        assert_eq!(bit_runs(u128::MAX), vec![BitRun { src: 0, dst: 0, len: 128 }]);
+        assert_eq!(
+            bit_runs(u128::MAX),
+            vec![BitRun {
+                src: 0,
+                dst: 0,
+                len: 128
+            }]
+        );
         assert!(bit_runs(0).is_empty());
     }
 

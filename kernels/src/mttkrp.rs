@@ -133,16 +133,25 @@ impl KernelId {
         let mut v = Vec::new();
         for isa in Isa::ALL {
             for r in SPECIALIZED_RANKS {
-                v.push(KernelId { isa, rank: RankSpec::Fixed(r) });
+                v.push(KernelId {
+                    isa,
+                    rank: RankSpec::Fixed(r),
+                });
             }
-            v.push(KernelId { isa, rank: RankSpec::Dynamic });
+            v.push(KernelId {
+                isa,
+                rank: RankSpec::Dynamic,
+            });
         }
         v
     }
 
     /// The best kernel for `rank` on `isa`.
     pub fn best(isa: Isa, rank: usize) -> KernelId {
-        KernelId { isa, rank: RankSpec::best_for(rank) }
+        KernelId {
+            isa,
+            rank: RankSpec::best_for(rank),
+        }
     }
 }
 
@@ -191,10 +200,18 @@ impl CpuIdentity {
             let base = (l1.eax >> 8) & 0xf;
             let ext = (l1.eax >> 20) & 0xff;
             let family = if base == 0xf { base + ext } else { base };
-            CpuIdentity { amd, family, has_bmi2: Bmi2::try_new().is_some() }
+            CpuIdentity {
+                amd,
+                family,
+                has_bmi2: Bmi2::try_new().is_some(),
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        CpuIdentity { amd: false, family: 0, has_bmi2: false }
+        CpuIdentity {
+            amd: false,
+            family: 0,
+            has_bmi2: false,
+        }
     }
 }
 
@@ -282,12 +299,19 @@ pub fn run_segment<I: HwBits, S: RowSink>(
         return Err(KernelError::IsaUnavailable(kernel.isa));
     }
     if !kernel.rank.supports(input.rank) {
-        return Err(KernelError::RankMismatch { kernel, rank: input.rank });
+        return Err(KernelError::RankMismatch {
+            kernel,
+            rank: input.rank,
+        });
     }
     if decoder.order() > MAX_ORDER {
         return Err(KernelError::OrderTooLarge(decoder.order()));
     }
-    assert_eq!(input.idx.len(), input.vals.len(), "indices and values differ in length");
+    assert_eq!(
+        input.idx.len(),
+        input.vals.len(),
+        "indices and values differ in length"
+    );
     assert_eq!(input.factors.len(), decoder.order(), "one factor per mode");
     match (kernel.isa, decoder) {
         (Isa::Scalar, AnyDecoder::Pext(d)) => scalar::run_pext(kernel.rank, d, input, sink),

@@ -29,7 +29,11 @@ pub struct PlainRows<'a> {
 
 impl<'a> PlainRows<'a> {
     pub fn new(data: &'a mut [f64], first_row: u64, rank: usize) -> Self {
-        PlainRows { data, first_row, rank }
+        PlainRows {
+            data,
+            first_row,
+            rank,
+        }
     }
 }
 

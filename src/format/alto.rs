@@ -97,7 +97,9 @@ impl<I: HwBits> AltoTensor<I> {
             )));
         }
         if opts.partitions == 0 {
-            return Err(AltoError::InvalidArgument("at least one partition is needed".into()));
+            return Err(AltoError::InvalidArgument(
+                "at least one partition is needed".into(),
+            ));
         }
         if opts.check_memory {
             check_memory(estimate_build_bytes(coo.nnz(), layout.width()))?;
@@ -145,7 +147,9 @@ impl<I: HwBits> AltoTensor<I> {
 
     fn repartition_timed(&mut self, partitions: usize) -> Result<(f64, f64)> {
         if partitions == 0 {
-            return Err(AltoError::InvalidArgument("at least one partition is needed".into()));
+            return Err(AltoError::InvalidArgument(
+                "at least one partition is needed".into(),
+            ));
         }
         let t = Instant::now();
         let m = self.idx.len();
@@ -182,7 +186,11 @@ impl<I: HwBits> AltoTensor<I> {
     /// first), then the others while bits remain, and sets each nonzero's flags.
     fn set_flags(&mut self, decoder: &AnyDecoder<I>) {
         let b = self.layout.total_bits();
-        let value_mask = I::from_u128(if b == 128 { u128::MAX } else { (1u128 << b) - 1 });
+        let value_mask = I::from_u128(if b == 128 {
+            u128::MAX
+        } else {
+            (1u128 << b) - 1
+        });
         self.idx.par_iter_mut().for_each(|x| *x = x.and(value_mask));
         let order = self.order();
         let nnz = self.nnz() as u64;
@@ -196,7 +204,9 @@ impl<I: HwBits> AltoTensor<I> {
             self.flag_bits[m] = Some(b + k as u32);
         }
         for mode in 0..order {
-            let Some(bit) = self.flag_bits[mode] else { continue };
+            let Some(bit) = self.flag_bits[mode] else {
+                continue;
+            };
             let shared = self.shared_rows(decoder, mode);
             let flag = I::from_u128(1u128 << bit);
             self.idx.par_iter_mut().for_each(|x| {
@@ -297,7 +307,9 @@ impl<I: HwBits> AltoTensor<I> {
 
 fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
     let order = coo.order();
-    let hw = alto_kernels::Bmi2::try_new().filter(|_| use_bmi2).map(|t| PextDecoder::new(t, masks));
+    let hw = alto_kernels::Bmi2::try_new()
+        .filter(|_| use_bmi2)
+        .map(|t| PextDecoder::new(t, masks));
     let vals = coo.values();
     (0..coo.nnz())
         .into_par_iter()

@@ -84,7 +84,12 @@ impl Layout {
             }
         }
         debug_assert_eq!(next, total_bits);
-        Ok(Layout { dims: dims.to_vec(), bits, masks, total_bits })
+        Ok(Layout {
+            dims: dims.to_vec(),
+            bits,
+            masks,
+            total_bits,
+        })
     }
 
     pub fn order(&self) -> usize {

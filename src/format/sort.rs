@@ -64,16 +64,18 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
             }
         }
         let out = SharedOut(dst.as_mut_ptr());
-        src.par_chunks(chunk_len).zip(offsets.par_iter_mut()).for_each(|(c, off)| {
-            let out = out;
-            for &p in c {
-                let d = p.0.digit(shift, mask);
-                // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
-                // other chunk or digit shares, and the ranges tile 0..n (= dst.len()).
-                unsafe { out.0.add(off[d]).write(p) };
-                off[d] += 1;
-            }
-        });
+        src.par_chunks(chunk_len)
+            .zip(offsets.par_iter_mut())
+            .for_each(|(c, off)| {
+                let out = out;
+                for &p in c {
+                    let d = p.0.digit(shift, mask);
+                    // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
+                    // other chunk or digit shares, and the ranges tile 0..n (= dst.len()).
+                    unsafe { out.0.add(off[d]).write(p) };
+                    off[d] += 1;
+                }
+            });
         std::mem::swap(&mut src, &mut dst);
         shift += DIGIT_BITS;
     }
@@ -91,12 +93,18 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     fn check<I: AltoIndex>(keys: Vec<u128>, bits: u32, threads: usize) {
-        let pairs: Vec<(I, f64)> =
-            keys.iter().enumerate().map(|(k, &x)| (I::from_u128(x), k as f64)).collect();
+        let pairs: Vec<(I, f64)> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| (I::from_u128(x), k as f64))
+            .collect();
         let mut want = pairs.clone();
         want.sort_by_key(|p| p.0); // stable: equal keys keep input order
         let mut got = pairs;
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         pool.install(|| radix_sort_pairs(&mut got, bits));
         assert_eq!(got, want);
     }
@@ -109,8 +117,16 @@ mod tests {
             let keys: Vec<u128> = (0..n)
                 .map(|_| {
                     let x: u128 = rng.random();
-                    let x = if bits == 128 { x } else { x & ((1u128 << bits) - 1) };
-                    if rng.random_bool(0.3) { x & 0xff00 } else { x } // many duplicates
+                    let x = if bits == 128 {
+                        x
+                    } else {
+                        x & ((1u128 << bits) - 1)
+                    };
+                    if rng.random_bool(0.3) {
+                        x & 0xff00
+                    } else {
+                        x
+                    } // many duplicates
                 })
                 .collect();
             match bits {

@@ -64,10 +64,14 @@ pub struct Workspace {
 impl Workspace {
     pub fn new(t: &AnyAlto, rank: usize) -> Self {
         let len = with_alto!(t, x => staging_len(x, rank));
-        Workspace { staging: vec![0.0; len] }
+        Workspace {
+            staging: vec![0.0; len],
+        }
     }
     pub fn for_tensor<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> Self {
-        Workspace { staging: vec![0.0; staging_len(t, rank)] }
+        Workspace {
+            staging: vec![0.0; staging_len(t, rank)],
+        }
     }
     pub fn bytes(&self) -> usize {
         self.staging.len() * 8
@@ -95,14 +99,24 @@ pub fn plan<I: HwBits>(
     opts: &MttkrpOptions,
 ) -> Result<MttkrpRun> {
     let threshold = opts.min_fiber_reuse.unwrap_or(t.min_fiber_reuse());
-    let sync = resolve_sync(opts.sync, t.fiber_reuse(mode), threshold, t.flag_bit(mode).is_some());
+    let sync = resolve_sync(
+        opts.sync,
+        t.fiber_reuse(mode),
+        threshold,
+        t.flag_bit(mode).is_some(),
+    );
     let kernel = opts.kernel.resolve(rank)?;
     let decode = match opts.decode {
         Some(d) => d,
         None => default_decode()?,
     };
     let decode = t.decoder(decode).kind().name();
-    Ok(MttkrpRun { sync, kernel, decode, name: format!("{sync}_{kernel}") })
+    Ok(MttkrpRun {
+        sync,
+        kernel,
+        decode,
+        name: format!("{sync}_{kernel}"),
+    })
 }
 
 /// The generic driver behind [`mttkrp`].
@@ -125,7 +139,11 @@ pub fn mttkrp_alto<I: HwBits>(
         )));
     }
     let run = plan(t, mode, rank, opts)?;
-    let decoder = t.decoder(if run.decode == "pext" { DecodeKind::Pext } else { DecodeKind::Runs });
+    let decoder = t.decoder(if run.decode == "pext" {
+        DecodeKind::Pext
+    } else {
+        DecodeKind::Runs
+    });
     let factor_slices: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
     let boundary_mask = match (run.sync, t.flag_bit(mode)) {
         (Sync::Flagged, Some(bit)) => I::from_u128(1u128 << bit),
@@ -145,7 +163,9 @@ pub fn mttkrp_alto<I: HwBits>(
     let kernel = run.kernel;
     let parts = t.num_partitions();
     pool.install(|| -> Result<()> {
-        out.as_mut_slice().par_chunks_mut(1 << 14).for_each(|c| c.fill(0.0));
+        out.as_mut_slice()
+            .par_chunks_mut(1 << 14)
+            .for_each(|c| c.fill(0.0));
         match run.sync {
             Sync::Pull => pull(t, mode, rank, out, ws, &|p, sink| {
                 run_segment(kernel, &decoder, &input_of(p), sink)
@@ -153,7 +173,12 @@ pub fn mttkrp_alto<I: HwBits>(
             Sync::Atomic => {
                 let cells = as_atomic(out.as_mut_slice());
                 (0..parts).into_par_iter().try_for_each(|p| {
-                    run_segment(kernel, &decoder, &input_of(p), &mut AtomicRows::new(cells, rank))
+                    run_segment(
+                        kernel,
+                        &decoder,
+                        &input_of(p),
+                        &mut AtomicRows::new(cells, rank),
+                    )
                 })?;
                 Ok(())
             }
@@ -161,7 +186,12 @@ pub fn mttkrp_alto<I: HwBits>(
                 let cells = as_atomic(out.as_mut_slice());
                 (0..parts).into_par_iter().try_for_each(|p| {
                     // Each segment gets its own sink, as FlaggedRows requires.
-                    run_segment(kernel, &decoder, &input_of(p), &mut FlaggedRows::new(cells, rank))
+                    run_segment(
+                        kernel,
+                        &decoder,
+                        &input_of(p),
+                        &mut FlaggedRows::new(cells, rank),
+                    )
                 })?;
                 Ok(())
             }
@@ -224,37 +254,48 @@ fn pull<I: HwBits>(
     }
 
     // Reborrow both kinds as one item type so they run in one parallel loop.
-    let staged_tasks = staged.par_iter_mut().map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, true));
-    let direct_tasks = direct.par_iter_mut().map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, false));
-    staged_tasks.chain(direct_tasks).try_for_each(|(p, lo, buf, needs_zero)| {
-        if needs_zero {
-            buf.fill(0.0); // the output itself was zeroed by the caller
-        }
-        run(p, &mut PlainRows::new(buf, lo, rank))
-    })?;
+    let staged_tasks = staged
+        .par_iter_mut()
+        .map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, true));
+    let direct_tasks = direct
+        .par_iter_mut()
+        .map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, false));
+    staged_tasks
+        .chain(direct_tasks)
+        .try_for_each(|(p, lo, buf, needs_zero)| {
+            if needs_zero {
+                buf.fill(0.0); // the output itself was zeroed by the caller
+            }
+            run(p, &mut PlainRows::new(buf, lo, rank))
+        })?;
     drop(direct);
     if staged.is_empty() {
         return Ok(());
     }
 
     // Pull: each output block sums the staged rows that overlap it.
-    let staged_bufs: Vec<(u64, u64, &[f64])> =
-        staged.iter().map(|(_, lo, hi, buf)| (*lo, *hi, &**buf)).collect();
+    let staged_bufs: Vec<(u64, u64, &[f64])> = staged
+        .iter()
+        .map(|(_, lo, hi, buf)| (*lo, *hi, &**buf))
+        .collect();
     let block_rows = 256usize;
-    out.as_mut_slice().par_chunks_mut(block_rows * rank).enumerate().for_each(|(b, block)| {
-        let first = (b * block_rows) as u64;
-        let last = first + (block.len() / rank) as u64 - 1;
-        for &(lo, hi, buf) in &staged_bufs {
-            let (a, z) = (lo.max(first), hi.min(last));
-            if a > z {
-                continue;
+    out.as_mut_slice()
+        .par_chunks_mut(block_rows * rank)
+        .enumerate()
+        .for_each(|(b, block)| {
+            let first = (b * block_rows) as u64;
+            let last = first + (block.len() / rank) as u64 - 1;
+            for &(lo, hi, buf) in &staged_bufs {
+                let (a, z) = (lo.max(first), hi.min(last));
+                if a > z {
+                    continue;
+                }
+                let src = &buf[(a - lo) as usize * rank..(z - lo + 1) as usize * rank];
+                let dst = &mut block[(a - first) as usize * rank..(z - first + 1) as usize * rank];
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d += *s;
+                }
             }
-            let src = &buf[(a - lo) as usize * rank..(z - lo + 1) as usize * rank];
-            let dst = &mut block[(a - first) as usize * rank..(z - first + 1) as usize * rank];
-            for (d, s) in dst.iter_mut().zip(src) {
-                *d += *s;
-            }
-        }
-    });
+        });
     Ok(())
 }

@@ -79,13 +79,19 @@ pub fn compare_with_oracle(
     let abs_factors: Vec<Matrix> = factors
         .iter()
         .map(|u| {
-            Matrix::from_vec(u.rows(), u.cols(), u.as_slice().iter().map(|x| x.abs()).collect())
-                .expect("same shape")
+            Matrix::from_vec(
+                u.rows(),
+                u.cols(),
+                u.as_slice().iter().map(|x| x.abs()).collect(),
+            )
+            .expect("same shape")
         })
         .collect();
     let abs_coo = CooTensor::new(
         coo.dims().to_vec(),
-        (0..coo.order()).map(|m| coo.mode_indices(m).to_vec()).collect(),
+        (0..coo.order())
+            .map(|m| coo.mode_indices(m).to_vec())
+            .collect(),
         coo.values().iter().map(|v| v.abs()).collect(),
     )
     .expect("same tensor");

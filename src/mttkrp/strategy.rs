@@ -51,7 +51,9 @@ impl FromStr for SyncChoice {
             "pull" => Ok(SyncChoice::Force(Sync::Pull)),
             "atomic" => Ok(SyncChoice::Force(Sync::Atomic)),
             "flagged" => Ok(SyncChoice::Force(Sync::Flagged)),
-            other => Err(format!("unknown sync strategy `{other}` (expected auto, pull, atomic or flagged)")),
+            other => Err(format!(
+                "unknown sync strategy `{other}` (expected auto, pull, atomic or flagged)"
+            )),
         }
     }
 }
@@ -70,7 +72,12 @@ pub fn choose_sync(fiber_reuse: u64, min_fiber_reuse: u64, has_flag_bit: bool) -
 
 /// Resolves a choice for one mode: a forced `Flagged` on a mode without a flag bit runs as
 /// `Atomic` (with no spare bit, every update must be atomic).
-pub fn resolve_sync(choice: SyncChoice, fiber_reuse: u64, min_fiber_reuse: u64, has_flag_bit: bool) -> Sync {
+pub fn resolve_sync(
+    choice: SyncChoice,
+    fiber_reuse: u64,
+    min_fiber_reuse: u64,
+    has_flag_bit: bool,
+) -> Sync {
     match choice {
         SyncChoice::Auto => choose_sync(fiber_reuse, min_fiber_reuse, has_flag_bit),
         SyncChoice::Force(Sync::Flagged) if !has_flag_bit => Sync::Atomic,
@@ -81,13 +88,20 @@ pub fn resolve_sync(choice: SyncChoice, fiber_reuse: u64, min_fiber_reuse: u64, 
 /// For each segment's closed interval (None = empty segment): true when no other segment's
 /// interval overlaps it, so the segment may write the output rows directly without staging.
 pub fn exclusive_intervals(intervals: &[Option<(u64, u64)>]) -> Vec<bool> {
-    let mut order: Vec<usize> = (0..intervals.len()).filter(|&p| intervals[p].is_some()).collect();
+    let mut order: Vec<usize> = (0..intervals.len())
+        .filter(|&p| intervals[p].is_some())
+        .collect();
     order.sort_by_key(|&p| intervals[p].map(|iv| iv.0));
     let mut exclusive = vec![false; intervals.len()];
     for (k, &p) in order.iter().enumerate() {
         let (lo, hi) = intervals[p].expect("filtered");
-        let prev_overlaps = k > 0 && order[..k].iter().any(|&q| intervals[q].expect("filtered").1 >= lo);
-        let next_overlaps = order.get(k + 1).is_some_and(|&q| intervals[q].expect("filtered").0 <= hi);
+        let prev_overlaps = k > 0
+            && order[..k]
+                .iter()
+                .any(|&q| intervals[q].expect("filtered").1 >= lo);
+        let next_overlaps = order
+            .get(k + 1)
+            .is_some_and(|&q| intervals[q].expect("filtered").0 <= hi);
         exclusive[p] = !prev_overlaps && !next_overlaps;
     }
     exclusive
@@ -103,16 +117,34 @@ mod tests {
         assert_eq!(choose_sync(4, 4, true), Sync::Flagged);
         assert_eq!(choose_sync(4, 4, false), Sync::Atomic);
         assert_eq!(choose_sync(100, 1000, false), Sync::Atomic);
-        assert_eq!(resolve_sync(SyncChoice::Force(Sync::Flagged), 0, 4, false), Sync::Atomic);
-        assert_eq!(resolve_sync(SyncChoice::Force(Sync::Pull), 0, 4, false), Sync::Pull);
-        assert_eq!("flagged".parse::<SyncChoice>().unwrap(), SyncChoice::Force(Sync::Flagged));
+        assert_eq!(
+            resolve_sync(SyncChoice::Force(Sync::Flagged), 0, 4, false),
+            Sync::Atomic
+        );
+        assert_eq!(
+            resolve_sync(SyncChoice::Force(Sync::Pull), 0, 4, false),
+            Sync::Pull
+        );
+        assert_eq!(
+            "flagged".parse::<SyncChoice>().unwrap(),
+            SyncChoice::Force(Sync::Flagged)
+        );
         assert!("locks".parse::<SyncChoice>().is_err());
     }
 
     #[test]
     fn exclusivity() {
-        let iv = [Some((0, 3)), Some((4, 9)), None, Some((9, 12)), Some((20, 20))];
-        assert_eq!(exclusive_intervals(&iv), vec![true, false, false, false, true]);
+        let iv = [
+            Some((0, 3)),
+            Some((4, 9)),
+            None,
+            Some((9, 12)),
+            Some((20, 20)),
+        ];
+        assert_eq!(
+            exclusive_intervals(&iv),
+            vec![true, false, false, false, true]
+        );
         // Containment: (0, 100) overlaps (5, 6) even though (5, 6) comes later.
         let iv = [Some((0, 100)), Some((5, 6)), Some((50, 60))];
         assert_eq!(exclusive_intervals(&iv), vec![false, false, false]);

@@ -1,0 +1,104 @@
+//! `alto gen`: synthetic tensors, deterministic for a seed.
+
+use super::{file_kind, thread_count, FileKind, Outcome};
+use alto::format::{AnyAlto, BuildOptions};
+use alto::gen::{find_preset, PRESETS};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// A paper tensor (`nips`, `uber`, `chicago`, `vast`, `darpa`, `enron`, `nell-2`, `fb-m`,
+    /// `flickr`, `delicious`, `nell-1`, `amazon`, `patents`, `reddit`, `lbnl`), `uniform`,
+    /// `skewed` (hierarchical log-normal over `--dims`) or `lowrank`.
+    pub kind: String,
+    /// Number of nonzeros (approximate for presets and lowrank).
+    #[arg(long)]
+    pub nnz: u64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Dims, comma-separated (uniform, skewed and lowrank).
+    #[arg(long, value_delimiter = ',')]
+    pub dims: Option<Vec<u64>>,
+    /// skewed: coefficient of variation of fibers per slice (log-normal).
+    #[arg(long, default_value_t = 1.0)]
+    pub cv_slices: f64,
+    /// skewed: coefficient of variation of nonzeros per fiber (log-normal).
+    #[arg(long, default_value_t = 1.0)]
+    pub cv_fibers: f64,
+    /// Rank of a lowrank tensor.
+    #[arg(long)]
+    pub rank: Option<usize>,
+    /// Presets: keep the paper tensor's true dims (and so its index width) instead of scaling
+    /// long modes by the nonzero ratio.
+    #[arg(long)]
+    pub keep_dims: bool,
+    /// lowrank: also write the planted factors as DIR/factor{n}.npy.
+    #[arg(long)]
+    pub save_factors: Option<PathBuf>,
+    /// Output `.tns` or `.alto`.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+pub fn run(a: GenArgs) -> Result<Outcome> {
+    let out_kind = file_kind(&a.output)?;
+    let coo = match a.kind.as_str() {
+        "uniform" => {
+            let dims = a.dims.as_deref().context("uniform needs --dims")?;
+            alto::gen::uniform(dims, a.nnz, a.seed)?
+        }
+        "skewed" => {
+            let dims = a.dims.as_deref().context("skewed needs --dims")?;
+            alto::gen::hierarchical(dims, a.nnz, a.cv_slices, a.cv_fibers, a.seed)?
+        }
+        "lowrank" => {
+            let dims = a.dims.as_deref().context("lowrank needs --dims")?;
+            let rank = a.rank.context("lowrank needs --rank")?;
+            let (coo, factors) = alto::gen::lowrank(dims, rank, a.nnz, a.seed)?;
+            if let Some(dir) = &a.save_factors {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                for (n, f) in factors.iter().enumerate() {
+                    f.write_npy(&dir.join(format!("factor{n}.npy")))?;
+                }
+            }
+            coo
+        }
+        name => {
+            let Some(p) = find_preset(name) else {
+                let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+                bail!(
+                    "unknown generator `{name}` (uniform, skewed, lowrank, or a preset: {})",
+                    names.join(", ")
+                );
+            };
+            if a.dims.is_some() || a.rank.is_some() {
+                bail!("--dims and --rank apply to uniform/lowrank, not to the preset `{name}`");
+            }
+            alto::gen::preset(p, a.nnz, a.seed, a.keep_dims)?
+        }
+    };
+    match out_kind {
+        FileKind::Tns => alto::tns::write_tns(&a.output, &coo)?,
+        FileKind::Alto => {
+            let threads = thread_count(None)?;
+            let pool = alto::pool::build_pool(threads)?;
+            let opts = BuildOptions {
+                partitions: threads,
+                ..Default::default()
+            };
+            let (t, _) = pool.install(|| AnyAlto::build(&coo, &opts))?;
+            alto::binfile::write_alto(&a.output, &t)?;
+        }
+    }
+    let dims: Vec<String> = coo.dims().iter().map(|d| d.to_string()).collect();
+    eprintln!(
+        "wrote {}: {} x {} nonzeros (before merging duplicates)",
+        a.output.display(),
+        dims.join(" x "),
+        coo.nnz()
+    );
+    Ok(Outcome::Success)
+}

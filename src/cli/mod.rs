@@ -1,0 +1,206 @@
+//! Command-line definitions and the shared tensor loading of every subcommand.
+
+mod gen;
+mod info;
+mod mttkrp;
+
+use alto::format::{AnyAlto, BuildOptions, BuildTimes, SortAlgorithm};
+use alto::CooTensor;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "alto",
+    version,
+    about = "ALTO sparse tensors: inspect, convert, generate, MTTKRP"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Order, dims, bits, masks, fiber reuse and strategy per mode, storage.
+    Info(info::InfoArgs),
+    /// Convert between `.tns` text and the `.alto` binary file (by extension).
+    Convert(ConvertArgs),
+    /// Generate a synthetic tensor: a paper preset, `uniform` or `lowrank`.
+    Gen(gen::GenArgs),
+    /// Time MTTKRP on every (or one) mode; `--check` compares with the oracle.
+    Mttkrp(mttkrp::MttkrpArgs),
+}
+
+pub enum Outcome {
+    Success,
+    CheckFailed,
+}
+
+pub fn run(cli: Cli) -> Result<Outcome> {
+    match cli.command {
+        Command::Info(a) => info::run(a),
+        Command::Convert(a) => convert(a),
+        Command::Gen(a) => gen::run(a),
+        Command::Mttkrp(a) => mttkrp::run(a),
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SortArg {
+    Radix,
+    Comparison,
+}
+
+/// How a tensor file is read and built; shared by every command that loads one.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Declared dims (comma-separated); default: the per-mode maxima of a `.tns` file.
+    #[arg(long, value_delimiter = ',')]
+    pub dims: Option<Vec<u64>>,
+    /// Sort used to build the format.
+    #[arg(long, value_enum, default_value_t = SortArg::Radix)]
+    pub sort: SortArg,
+    /// Fiber-reuse threshold of the conflict-resolution heuristic.
+    #[arg(long, default_value_t = alto::format::DEFAULT_MIN_FIBER_REUSE)]
+    pub min_fiber_reuse: u64,
+}
+
+/// A loaded tensor and what loading cost.
+pub struct Loaded {
+    pub alto: AnyAlto,
+    /// The parsed COO form, when the input was text.
+    pub coo: Option<CooTensor>,
+    pub parse_s: Option<f64>,
+    pub file_bytes: u64,
+    pub build: Option<BuildTimes>,
+}
+
+pub enum FileKind {
+    Tns,
+    Alto,
+}
+
+pub fn file_kind(path: &Path) -> Result<FileKind> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("tns") => Ok(FileKind::Tns),
+        Some("alto") => Ok(FileKind::Alto),
+        _ => bail!(
+            "{}: unknown file type (expected .tns or .alto)",
+            path.display()
+        ),
+    }
+}
+
+/// Reads a `.tns` (parse + build with `partitions` segments) or `.alto` file (repartitioned
+/// to `partitions` when it differs), on `pool`.
+pub fn load(
+    path: &Path,
+    args: &LoadArgs,
+    partitions: usize,
+    pool: &rayon::ThreadPool,
+) -> Result<Loaded> {
+    let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    match file_kind(path)? {
+        FileKind::Tns => {
+            let t = Instant::now();
+            let coo = alto::tns::read_tns(path, args.dims.as_deref())?;
+            let parse_s = t.elapsed().as_secs_f64();
+            let opts = BuildOptions {
+                partitions,
+                min_fiber_reuse: args.min_fiber_reuse,
+                sort: match args.sort {
+                    SortArg::Radix => SortAlgorithm::Radix,
+                    SortArg::Comparison => SortAlgorithm::Comparison,
+                },
+                ..Default::default()
+            };
+            let (alto, build) = pool.install(|| AnyAlto::build(&coo, &opts))?;
+            Ok(Loaded {
+                alto,
+                coo: Some(coo),
+                parse_s: Some(parse_s),
+                file_bytes,
+                build: Some(build),
+            })
+        }
+        FileKind::Alto => {
+            if args.dims.is_some() {
+                bail!(
+                    "--dims applies to .tns input only; {} stores its dims",
+                    path.display()
+                );
+            }
+            let mut alto = alto::binfile::read_alto(path)?;
+            if alto.num_partitions() != partitions {
+                pool.install(|| alto.repartition(partitions))?;
+            }
+            Ok(Loaded {
+                alto,
+                coo: None,
+                parse_s: None,
+                file_bytes,
+                build: None,
+            })
+        }
+    }
+}
+
+/// The thread count: `--threads`, else every available CPU.
+pub fn thread_count(threads: Option<usize>) -> Result<usize> {
+    match threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(t) => Ok(t),
+        None => Ok(std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// Input `.tns` or `.alto`.
+    pub input: PathBuf,
+    /// Output `.tns` or `.alto`.
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Segments stored in the `.alto` file (default: available CPUs).
+    #[arg(long)]
+    pub partitions: Option<usize>,
+}
+
+fn convert(a: ConvertArgs) -> Result<Outcome> {
+    let parts = thread_count(a.partitions)?;
+    let pool = alto::pool::build_pool(parts.min(thread_count(None)?))?;
+    let out_kind = file_kind(&a.output)?;
+    let loaded = load(&a.input, &a.load, parts, &pool)?;
+    match out_kind {
+        FileKind::Alto => alto::binfile::write_alto(&a.output, &loaded.alto)?,
+        FileKind::Tns => {
+            let coo = match loaded.coo {
+                Some(c) => c,
+                None => loaded.alto.to_coo(),
+            };
+            alto::tns::write_tns(&a.output, &coo)?;
+        }
+    }
+    eprintln!(
+        "wrote {} ({} nonzeros, {} duplicates merged)",
+        a.output.display(),
+        loaded.alto.nnz(),
+        loaded.alto.duplicates_merged()
+    );
+    Ok(Outcome::Success)
+}
+
+/// Writes `text` to stdout, or fails with the reason (a closed pipe is not a panic).
+pub fn print_out(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .context("writing to stdout")?;
+    out.flush().context("writing to stdout")
+}

@@ -1,0 +1,320 @@
+//! `alto mttkrp`: one warm-up then K timed calls per mode; `--check` against the oracle.
+
+use super::{load, print_out, thread_count, LoadArgs, Outcome};
+use alto::dispatch::KernelChoice;
+use alto::mttkrp::{
+    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, SyncChoice, Workspace,
+};
+use alto::Matrix;
+use alto_kernels::DecodeKind;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct MttkrpArgs {
+    /// A `.tns` or `.alto` file.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Target mode (0-based) or `all`.
+    #[arg(long, default_value = "all")]
+    pub mode: String,
+    #[arg(long, default_value_t = 16)]
+    pub rank: usize,
+    /// Worker threads (default: all available CPUs); the tensor is cut into as many segments.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Timed calls per mode (after one warm-up call).
+    #[arg(long, default_value_t = 10)]
+    pub iters: usize,
+    /// Conflict resolution: auto, pull, atomic or flagged.
+    #[arg(long, default_value = "auto")]
+    pub sync: String,
+    /// Kernel: auto, an ISA name, or a kernel name such as `scalar_r16`.
+    #[arg(long, default_value = "auto")]
+    pub kernel: String,
+    /// De-linearization: auto (the CPU rule), pext or runs.
+    #[arg(long, default_value = "auto")]
+    pub decode: String,
+    /// Seed of the random factor matrices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Read factors from DIR/factor{n}.npy instead of generating them.
+    #[arg(long)]
+    pub load_factors: Option<PathBuf>,
+    /// Write the factors used to DIR/factor{n}.npy.
+    #[arg(long)]
+    pub save_factors: Option<PathBuf>,
+    /// Write each mode's result to DIR/mttkrp{n}.npy.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Compare every computed mode with the naive oracle; exit 1 on a mismatch.
+    #[arg(long)]
+    pub check: bool,
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct ModeResult {
+    mode: usize,
+    fiber_reuse: u64,
+    strategy: String,
+    kernel: String,
+    name: String,
+    decode: &'static str,
+    min_s: f64,
+    median_s: f64,
+    max_s: f64,
+    gflops: f64,
+    check: Option<CheckResult>,
+}
+
+#[derive(Serialize)]
+struct CheckResult {
+    passed: bool,
+    /// Worst |diff| / tolerance over the entries (<= 1 passes).
+    error_ratio: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    file: String,
+    order: usize,
+    dims: Vec<u64>,
+    nnz: usize,
+    index_width: &'static str,
+    total_bits: u32,
+    rank: usize,
+    threads: usize,
+    iters: usize,
+    build_seconds: Option<alto::format::BuildTimes>,
+    workspace_bytes: usize,
+    modes: Vec<ModeResult>,
+    total_median_s: f64,
+    check_passed: Option<bool>,
+}
+
+fn parse_decode(s: &str) -> Result<Option<DecodeKind>> {
+    Ok(match s {
+        "auto" => None,
+        "pext" => {
+            if alto_kernels::Bmi2::try_new().is_none() {
+                bail!("--decode pext: this CPU has no BMI2");
+            }
+            Some(DecodeKind::Pext)
+        }
+        "runs" => Some(DecodeKind::Runs),
+        other => bail!("--decode: unknown decoder `{other}` (auto, pext or runs)"),
+    })
+}
+
+fn load_factors(dir: &Path, dims: &[u64], rank: usize) -> Result<Vec<Matrix>> {
+    dims.iter()
+        .enumerate()
+        .map(|(n, &d)| {
+            let path = dir.join(format!("factor{n}.npy"));
+            let m = Matrix::read_npy(&path)?;
+            if m.rows() as u64 != d || m.cols() != rank {
+                bail!(
+                    "{}: factor is {} x {}, expected {d} x {rank}",
+                    path.display(),
+                    m.rows(),
+                    m.cols()
+                );
+            }
+            Ok(m)
+        })
+        .collect()
+}
+
+pub fn run(a: MttkrpArgs) -> Result<Outcome> {
+    if a.rank == 0 {
+        bail!("--rank must be at least 1");
+    }
+    if a.iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    let sync: SyncChoice = a
+        .sync
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--sync: {e}"))?;
+    let kernel = KernelChoice::parse(&a.kernel).context("--kernel")?;
+    kernel.resolve(a.rank).context("--kernel")?;
+    let decode = parse_decode(&a.decode)?;
+    let threads = thread_count(a.threads)?;
+    let pool = alto::pool::build_pool(threads)?;
+    let loaded = load(&a.file, &a.load, threads, &pool)?;
+    let t = &loaded.alto;
+    let modes: Vec<usize> = if a.mode == "all" {
+        (0..t.order()).collect()
+    } else {
+        let m: usize = a
+            .mode
+            .parse()
+            .map_err(|_| anyhow::anyhow!("--mode: `{}` is not a mode number or `all`", a.mode))?;
+        if m >= t.order() {
+            bail!(
+                "--mode {m}: the tensor has modes 0..{} (0-based)",
+                t.order() - 1
+            );
+        }
+        vec![m]
+    };
+    let rank = a.rank;
+    let factors: Vec<Matrix> = match &a.load_factors {
+        Some(dir) => load_factors(dir, t.dims(), rank)?,
+        None => t
+            .dims()
+            .iter()
+            .enumerate()
+            .map(|(n, &d)| Matrix::random(d as usize, rank, a.seed.wrapping_add(n as u64)))
+            .collect(),
+    };
+    if let Some(dir) = &a.save_factors {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (n, f) in factors.iter().enumerate() {
+            f.write_npy(&dir.join(format!("factor{n}.npy")))?;
+        }
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let coo_for_check = if a.check {
+        Some(match &loaded.coo {
+            Some(c) => c.clone(),
+            None => t.to_coo(),
+        })
+    } else {
+        None
+    };
+    let opts = MttkrpOptions {
+        sync,
+        kernel,
+        decode,
+        min_fiber_reuse: None,
+    };
+    let mut ws = Workspace::new(t, rank);
+    let mut results = Vec::new();
+    let mut all_passed = true;
+    for &mode in &modes {
+        let mut out = Matrix::zeros(t.dims()[mode] as usize, rank);
+        let run = mttkrp(t, &factors, mode, &mut out, &opts, &mut ws, &pool)?; // warm-up
+        let mut times = Vec::with_capacity(a.iters);
+        for _ in 0..a.iters {
+            let start = Instant::now();
+            mttkrp(t, &factors, mode, &mut out, &opts, &mut ws, &pool)?;
+            times.push(start.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let check = coo_for_check.as_ref().map(|coo| -> Result<CheckResult> {
+            let want = mttkrp_oracle(coo, &factors, mode)?;
+            let err = compare_with_oracle(coo, &factors, mode, &out, &want);
+            Ok(CheckResult {
+                passed: err <= 1.0,
+                error_ratio: err,
+            })
+        });
+        let check = check.transpose()?;
+        if let Some(c) = &check {
+            all_passed &= c.passed;
+        }
+        if let Some(dir) = &a.out {
+            out.write_npy(&dir.join(format!("mttkrp{mode}.npy")))?;
+        }
+        results.push(ModeResult {
+            mode,
+            fiber_reuse: t.fiber_reuse(mode),
+            strategy: run.sync.to_string(),
+            kernel: run.kernel.to_string(),
+            name: run.name.clone(),
+            decode: run.decode,
+            min_s: times[0],
+            median_s: median,
+            max_s: times[times.len() - 1],
+            gflops: mttkrp_flops(t.order(), rank, t.nnz()) / median / 1e9,
+            check,
+        });
+    }
+    let report = Report {
+        file: a.file.display().to_string(),
+        order: t.order(),
+        dims: t.dims().to_vec(),
+        nnz: t.nnz(),
+        index_width: t.width().name(),
+        total_bits: t.layout().total_bits(),
+        rank,
+        threads,
+        iters: a.iters,
+        build_seconds: loaded.build,
+        workspace_bytes: ws.bytes(),
+        total_median_s: results.iter().map(|r| r.median_s).sum(),
+        check_passed: a.check.then_some(all_passed),
+        modes: results,
+    };
+    if a.json {
+        print_out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    } else {
+        print_out(&render(&report))?;
+    }
+    if !all_passed {
+        eprintln!("error: MTTKRP result differs from the oracle (see the check column)");
+        return Ok(Outcome::CheckFailed);
+    }
+    Ok(Outcome::Success)
+}
+
+fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let dims: Vec<String> = r.dims.iter().map(|d| d.to_string()).collect();
+    let _ = writeln!(
+        s,
+        "{}: {} nonzeros, dims {}, {}-bit index in {}; rank {}, {} threads, {} timed iterations",
+        r.file,
+        r.nnz,
+        dims.join(" x "),
+        r.total_bits,
+        r.index_width,
+        r.rank,
+        r.threads,
+        r.iters
+    );
+    if let Some(b) = &r.build_seconds {
+        let _ = writeln!(s, "build {:.3} s (sort {:.3} s)", b.total, b.sort);
+    }
+    let _ = writeln!(
+        s,
+        "\nmode  reuse      kernel                decode  min ms     median ms  GFLOP/s  check"
+    );
+    for m in &r.modes {
+        let check = match &m.check {
+            None => "-".to_string(),
+            Some(c) if c.passed => format!("ok ({:.2})", c.error_ratio),
+            Some(c) => format!("FAILED ({:.3e})", c.error_ratio),
+        };
+        let _ = writeln!(
+            s,
+            "{:<5} {:<10} {:<21} {:<7} {:<10.3} {:<10.3} {:<8.2} {}",
+            m.mode,
+            m.fiber_reuse,
+            m.name,
+            m.decode,
+            m.min_s * 1e3,
+            m.median_s * 1e3,
+            m.gflops,
+            check
+        );
+    }
+    let _ = writeln!(
+        s,
+        "all modes: {:.3} ms (sum of medians)",
+        r.total_median_s * 1e3
+    );
+    s
+}
