@@ -74,6 +74,16 @@ pub enum AltoError {
     },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A CP-ALS option that cannot work for this tensor; `option` is the field of
+    /// [`crate::cpd::CpdOptions`] (`rank`, `max_iters`, `tol`) or `init`.
+    #[error("CP-ALS option `{option}`: {reason}")]
+    CpdOption {
+        option: &'static str,
+        reason: String,
+    },
+    /// CP-ALS met values it cannot continue from (non-finite normal equations or fit).
+    #[error("CP-ALS: {0}")]
+    CpdNumerical(String),
     #[error("kernel: {0}")]
     Kernel(#[from] alto_kernels::KernelError),
 }

@@ -10,10 +10,12 @@
 //! - [`format`]: the ALTO layout, sort, partitions and helper flags; [`binfile`] stores it;
 //! - [`mttkrp`]: the naive oracle, the strategy heuristic, the parallel driver;
 //! - [`dispatch`]: kernel and decoder selection (kernels live in `alto-kernels`);
+//! - [`cpd`]: CP-ALS decomposition on top of the MTTKRP driver;
 //! - [`matrix`]: dense factors and their `.npy` files.
 
 pub mod binfile;
 pub mod coo;
+pub mod cpd;
 pub mod dispatch;
 pub mod error;
 pub mod format;
@@ -24,6 +26,7 @@ pub mod pool;
 pub mod tns;
 
 pub use coo::CooTensor;
+pub use cpd::{cp_als, CpModel, CpdOptions};
 pub use error::{AltoError, Result};
 pub use format::{AltoTensor, AnyAlto, BuildOptions};
 pub use matrix::Matrix;

@@ -1,4 +1,4 @@
-//! The `alto` command: inspect, convert and generate sparse tensors, and run MTTKRP.
+//! The `alto` command: inspect, convert and generate sparse tensors, run MTTKRP and CP-ALS.
 //!
 //! Exit codes: 0 success, 1 a `--check` failed, 2 usage or input error.
 

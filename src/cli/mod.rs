@@ -1,5 +1,6 @@
 //! Command-line definitions and the shared tensor loading of every subcommand.
 
+mod cpd;
 mod gen;
 mod info;
 mod mttkrp;
@@ -15,7 +16,7 @@ use std::time::Instant;
 #[command(
     name = "alto",
     version,
-    about = "ALTO sparse tensors: inspect, convert, generate, MTTKRP"
+    about = "ALTO sparse tensors: inspect, convert, generate, MTTKRP, CP-ALS"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -32,6 +33,9 @@ pub enum Command {
     Gen(gen::GenArgs),
     /// Time MTTKRP on every (or one) mode; `--check` compares with the oracle.
     Mttkrp(mttkrp::MttkrpArgs),
+    /// CP-ALS decomposition: fit and MTTKRP / rest time per iteration; `--out` writes
+    /// lambda.npy and factor{n}.npy.
+    Cpd(cpd::CpdArgs),
 }
 
 pub enum Outcome {
@@ -45,6 +49,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Convert(a) => convert(a),
         Command::Gen(a) => gen::run(a),
         Command::Mttkrp(a) => mttkrp::run(a),
+        Command::Cpd(a) => cpd::run(a),
     }
 }
 

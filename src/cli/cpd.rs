@@ -1,0 +1,342 @@
+//! `alto cpd`: CP-ALS with the fit and the MTTKRP / rest split of every iteration; writes
+//! `lambda.npy` and `factor{n}.npy` with `--out`.
+
+use super::{load, print_out, LoadArgs, Outcome};
+use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
+use alto::dispatch::KernelChoice;
+use alto::mttkrp::{MttkrpOptions, SyncChoice};
+use alto::AltoError;
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct CpdArgs {
+    /// A `.tns` or `.alto` file.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Number of components R (1 <= R <= min(nnz, min over modes of the product of the other
+    /// modes' dims)).
+    #[arg(long)]
+    pub rank: usize,
+    /// Iteration cap.
+    #[arg(long, default_value_t = DEFAULT_MAX_ITERS)]
+    pub iters: usize,
+    /// Stop when |fit - previous fit| < tol (>= 0; 0 runs to the cap).
+    #[arg(long, default_value_t = DEFAULT_TOL, allow_negative_numbers = true)]
+    pub tol: f64,
+    /// Seed of the random initial factors.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Worker threads (default: all available CPUs); the tensor is cut into as many segments.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Thread pinning policy (accepted and validated; not applied yet, see the report).
+    #[arg(long, value_enum, default_value_t = PinArg::None)]
+    pub pin: PinArg,
+    /// MTTKRP conflict resolution: auto, pull, atomic or flagged.
+    #[arg(long, default_value = "auto")]
+    pub sync: String,
+    /// MTTKRP kernel: auto, an ISA name, or a kernel name such as `scalar_r16`.
+    #[arg(long, default_value = "auto")]
+    pub kernel: String,
+    /// Kernel of the solve / Gram / scaling passes: auto, an ISA (`portable`, `avx2fma`) or a
+    /// name such as `avx2fma_r16` or `portable_rdyn`.
+    #[arg(long, default_value = "auto")]
+    pub row_kernel: String,
+    /// Write DIR/lambda.npy (R) and DIR/factor{n}.npy (I_n x R).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print one JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--pin` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PinArg {
+    None,
+    Compact,
+    Scatter,
+    Cores,
+}
+
+/// Whether the requested pinning took effect.
+#[derive(Serialize)]
+struct PinReport {
+    requested: PinArg,
+    applied: bool,
+}
+
+/// The one place `cpd` builds its pool, so a pinning policy can be wired here later. For now
+/// every policy other than `none` is accepted but not applied, and the report says so.
+fn build_pool(threads: usize, pin: PinArg) -> Result<(rayon::ThreadPool, PinReport)> {
+    let pool = alto::pool::build_pool(threads)?;
+    Ok((
+        pool,
+        PinReport {
+            requested: pin,
+            applied: false,
+        },
+    ))
+}
+
+#[derive(Serialize)]
+struct ModeRun {
+    mode: usize,
+    fiber_reuse: u64,
+    name: String,
+    strategy: String,
+    kernel: String,
+    decode: &'static str,
+}
+
+#[derive(Serialize)]
+struct Report {
+    file: String,
+    order: usize,
+    dims: Vec<u64>,
+    nnz: usize,
+    rank: usize,
+    threads: usize,
+    pin: PinReport,
+    max_iters: usize,
+    tol: f64,
+    seed: u64,
+    load_seconds: f64,
+    norm_x: f64,
+    mttkrp: Vec<ModeRun>,
+    row_kernel: String,
+    iterations: Vec<alto::cpd::IterStats>,
+    iters_run: usize,
+    converged: bool,
+    final_fit: f64,
+    total_seconds: f64,
+    mttkrp_seconds: f64,
+    rest_seconds: f64,
+    seconds_per_iter: f64,
+    mttkrp_seconds_per_iter: f64,
+    rest_seconds_per_iter: f64,
+    median_seconds_per_iter: f64,
+    pinv_solves: usize,
+    out_dir: Option<String>,
+}
+
+/// Maps a library option name to its flag.
+fn flag(option: &str) -> &str {
+    match option {
+        "max_iters" => "--iters",
+        "rank" => "--rank",
+        "tol" => "--tol",
+        other => other,
+    }
+}
+
+pub fn run(a: CpdArgs) -> Result<Outcome> {
+    // Options that need no tensor are checked before loading it.
+    if a.rank == 0 {
+        bail!("--rank must be at least 1");
+    }
+    if a.iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    if !(a.tol >= 0.0 && a.tol.is_finite()) {
+        bail!("--tol must be a finite number >= 0, got {}", a.tol);
+    }
+    let sync: SyncChoice = a.sync.parse().map_err(|e: String| anyhow!("--sync: {e}"))?;
+    let kernel = KernelChoice::parse(&a.kernel).context("--kernel")?;
+    kernel.resolve(a.rank).context("--kernel")?;
+    let row_kernel = alto::cpd::rows::RowKernel::parse(&a.row_kernel, a.rank)
+        .map_err(|e| anyhow!("--row-kernel: {e}"))?;
+    let threads = super::thread_count(a.threads)?;
+    let (pool, pin) = build_pool(threads, a.pin)?;
+    let start = Instant::now();
+    let loaded = load(&a.file, &a.load, threads, &pool)?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let t = &loaded.alto;
+    let opts = CpdOptions {
+        rank: a.rank,
+        max_iters: a.iters,
+        tol: a.tol,
+        seed: a.seed,
+        mttkrp: MttkrpOptions {
+            sync,
+            kernel,
+            ..Default::default()
+        },
+        row_kernel,
+    };
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let model = match cp_als(t, &opts, &pool) {
+        Ok(m) => m,
+        Err(AltoError::CpdOption { option, reason }) => bail!("{}: {reason}", flag(option)),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(dir) = &a.out {
+        model.write_npy(dir)?;
+    }
+    let report = report(&a, t, threads, pin, load_seconds, &model);
+    if a.json {
+        print_out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    } else {
+        print_out(&render(&report))?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn report(
+    a: &CpdArgs,
+    t: &alto::AnyAlto,
+    threads: usize,
+    pin: PinReport,
+    load_seconds: f64,
+    model: &CpModel,
+) -> Report {
+    let h = &model.history;
+    let k = h.len().max(1) as f64;
+    let total: f64 = h.iter().map(|s| s.seconds).sum();
+    let mttkrp: f64 = h.iter().map(|s| s.mttkrp_seconds).sum();
+    let rest: f64 = h.iter().map(|s| s.rest_seconds).sum();
+    let mut secs: Vec<f64> = h.iter().map(|s| s.seconds).collect();
+    secs.sort_by(f64::total_cmp);
+    Report {
+        file: a.file.display().to_string(),
+        order: t.order(),
+        dims: t.dims().to_vec(),
+        nnz: t.nnz(),
+        rank: a.rank,
+        threads,
+        pin,
+        max_iters: a.iters,
+        tol: a.tol,
+        seed: a.seed,
+        load_seconds,
+        norm_x: model.norm_x_sq.sqrt(),
+        mttkrp: model
+            .mttkrp_runs
+            .iter()
+            .enumerate()
+            .map(|(mode, r)| ModeRun {
+                mode,
+                fiber_reuse: t.fiber_reuse(mode),
+                name: r.name.clone(),
+                strategy: r.sync.to_string(),
+                kernel: r.kernel.to_string(),
+                decode: r.decode,
+            })
+            .collect(),
+        row_kernel: model.row_kernel.clone(),
+        iterations: h.clone(),
+        iters_run: h.len(),
+        converged: model.converged,
+        final_fit: model.final_fit(),
+        total_seconds: total,
+        mttkrp_seconds: mttkrp,
+        rest_seconds: rest,
+        seconds_per_iter: total / k,
+        mttkrp_seconds_per_iter: mttkrp / k,
+        rest_seconds_per_iter: rest / k,
+        median_seconds_per_iter: secs.get(secs.len() / 2).copied().unwrap_or(0.0),
+        pinv_solves: h.iter().map(|s| s.pinv_solves).sum(),
+        out_dir: a.out.as_ref().map(|d| d.display().to_string()),
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut s = String::new();
+    let dims: Vec<String> = r.dims.iter().map(|d| d.to_string()).collect();
+    let _ = writeln!(
+        s,
+        "{}: {} nonzeros, dims {}; CP-ALS rank {}, {} threads, at most {} iterations, tol {:e}, \
+         seed {}",
+        r.file,
+        r.nnz,
+        dims.join(" x "),
+        r.rank,
+        r.threads,
+        r.max_iters,
+        r.tol,
+        r.seed
+    );
+    if r.pin.requested != PinArg::None {
+        let _ = writeln!(
+            s,
+            "pinning: `{}` requested but not applied (pinning policies are not wired into \
+             this build)",
+            r.pin
+                .requested
+                .to_possible_value()
+                .map_or("?".into(), |v| v.get_name().to_string())
+        );
+    }
+    let kernels: Vec<String> = r
+        .mttkrp
+        .iter()
+        .map(|m| format!("{}:{}", m.mode, m.name))
+        .collect();
+    let _ = writeln!(
+        s,
+        "load {:.3} s; MTTKRP per mode {}; solve/Gram kernel {}",
+        r.load_seconds,
+        kernels.join(" "),
+        r.row_kernel
+    );
+    let _ = writeln!(
+        s,
+        "\niter  fit           delta fit     total ms   MTTKRP ms  rest ms"
+    );
+    for it in &r.iterations {
+        let delta = it
+            .delta_fit
+            .map_or_else(|| "-".to_string(), |d| format!("{d:+.3e}"));
+        let pinv = if it.pinv_solves > 0 {
+            format!("  ({} pseudo-inverse solves)", it.pinv_solves)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "{:<5} {:<13.10} {:<13} {:<10.3} {:<10.3} {:<8.3}{}",
+            it.iter + 1,
+            it.fit,
+            delta,
+            it.seconds * 1e3,
+            it.mttkrp_seconds * 1e3,
+            it.rest_seconds * 1e3,
+            pinv
+        );
+    }
+    let why = if r.converged {
+        "|delta fit| < tol"
+    } else {
+        "iteration cap"
+    };
+    let _ = writeln!(
+        s,
+        "\nfinal fit {:.10} after {} iterations ({why})",
+        r.final_fit, r.iters_run
+    );
+    let _ = writeln!(
+        s,
+        "per iteration (mean): {:.3} ms = MTTKRP {:.3} ms + rest {:.3} ms; median {:.3} ms",
+        r.seconds_per_iter * 1e3,
+        r.mttkrp_seconds_per_iter * 1e3,
+        r.rest_seconds_per_iter * 1e3,
+        r.median_seconds_per_iter * 1e3
+    );
+    if let Some(dir) = &r.out_dir {
+        let _ = writeln!(
+            s,
+            "wrote {dir}/lambda.npy and {dir}/factor{{0..{}}}.npy",
+            r.order - 1
+        );
+    }
+    s
+}
