@@ -217,23 +217,35 @@ impl<I: HwBits> AltoTensor<I> {
         }
     }
 
-    /// For each row of `mode`: is it touched by more than one segment?
+    /// For each row of `mode`: is it touched by more than one segment? Each segment marks the
+    /// rows it touches in a bitmap over its own interval (in parallel); a row is shared when
+    /// two or more bitmaps mark it.
     fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> Vec<bool> {
-        const NONE: u32 = u32::MAX;
-        const MANY: u32 = u32::MAX - 1;
         let dim = self.layout.dims()[mode] as usize;
-        let mut owner = vec![NONE; dim];
-        for p in 0..self.num_partitions() {
-            for &x in &self.idx[self.bounds[p]..self.bounds[p + 1]] {
-                let o = &mut owner[decoder.coord(x, mode) as usize];
-                if *o == NONE {
-                    *o = p as u32;
-                } else if *o != p as u32 {
-                    *o = MANY;
+        let touched: Vec<Option<(u64, Vec<u64>)>> = (0..self.num_partitions())
+            .into_par_iter()
+            .map(|p| {
+                let (lo, hi) = self.interval(p, mode)?;
+                let mut bits = vec![0u64; ((hi - lo) / 64 + 1) as usize];
+                for &x in &self.idx[self.partition_range(p)] {
+                    let r = decoder.coord(x, mode) - lo;
+                    bits[(r / 64) as usize] |= 1 << (r % 64);
+                }
+                Some((lo, bits))
+            })
+            .collect();
+        let mut count = vec![0u8; dim];
+        for (lo, bits) in touched.iter().flatten() {
+            for (w, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let row = *lo as usize + w * 64 + word.trailing_zeros() as usize;
+                    count[row] = count[row].saturating_add(1);
+                    word &= word - 1;
                 }
             }
         }
-        owner.into_iter().map(|o| o == MANY).collect()
+        count.into_iter().map(|c| c > 1).collect()
     }
 
     /// A decoder for this tensor's masks; `Pext` falls back to `Runs` without BMI2.
@@ -369,15 +381,21 @@ pub fn available_memory() -> Option<u64> {
 }
 
 fn check_memory(needed: u64) -> Result<()> {
-    if let Some(available) = available_memory() {
-        if needed > available {
-            return Err(AltoError::OutOfMemory {
-                needed,
-                available,
-                needed_gib: needed as f64 / (1u64 << 30) as f64,
-                available_gib: available as f64 / (1u64 << 30) as f64,
-            });
-        }
+    match available_memory() {
+        Some(available) => check_memory_against(needed, available),
+        None => Ok(()), // no /proc/meminfo: nothing to check against
+    }
+}
+
+/// The memory rule: an error saying how much is needed and how much there is.
+pub fn check_memory_against(needed: u64, available: u64) -> Result<()> {
+    if needed > available {
+        return Err(AltoError::OutOfMemory {
+            needed,
+            available,
+            needed_gib: needed as f64 / (1u64 << 30) as f64,
+            available_gib: available as f64 / (1u64 << 30) as f64,
+        });
     }
     Ok(())
 }
