@@ -155,7 +155,7 @@ impl<I: HwBits> AltoTensor<I> {
         let m = self.idx.len();
         let seg = m.div_ceil(partitions).max(1);
         self.bounds = (0..=partitions).map(|p| (p * seg).min(m)).collect();
-        let decoder = self.decoder(DecodeKind::Runs);
+        let decoder = self.fast_decoder();
         let order = self.order();
         let intervals: Vec<Vec<(u64, u64)>> = (0..partitions)
             .into_par_iter()
@@ -248,6 +248,13 @@ impl<I: HwBits> AltoTensor<I> {
         count.into_iter().map(|c| c > 1).collect()
     }
 
+    /// The decoder the CPU rule prefers (BMI2 `pext` where it is native and fast).
+    pub fn fast_decoder(&self) -> AnyDecoder<I> {
+        self.decoder(alto_kernels::default_decode_kind(
+            alto_kernels::CpuIdentity::detect(),
+        ))
+    }
+
     /// A decoder for this tensor's masks; `Pext` falls back to `Runs` without BMI2.
     pub fn decoder(&self, kind: DecodeKind) -> AnyDecoder<I> {
         AnyDecoder::new(kind, &self.masks)
@@ -308,7 +315,7 @@ impl<I: HwBits> AltoTensor<I> {
 
     /// Back to coordinates (0-based), in ALTO order, without flags.
     pub fn to_coo(&self) -> CooTensor {
-        let dec = self.decoder(DecodeKind::Runs);
+        let dec = self.fast_decoder();
         let inds = (0..self.order())
             .map(|m| self.idx.par_iter().map(|&x| dec.coord(x, m)).collect())
             .collect();
