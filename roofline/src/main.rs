@@ -102,8 +102,8 @@ fn cache_sizes() -> CacheSizes {
 fn print_table(title: &str, points: &[CaseResult]) {
     println!("\n{title}");
     println!(
-        "{:<28} {:<24} {:>9} {:>9} {:>10} {:>9}  {}",
-        "case", "kernel", "GFLOP/s", "OI", "bound", "% bound", "index"
+        "{:<28} {:<24} {:>9} {:>9} {:>10} {:>9}  index",
+        "case", "kernel", "GFLOP/s", "OI", "bound", "% bound"
     );
     for p in points {
         println!(

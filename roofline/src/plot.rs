@@ -70,7 +70,7 @@ pub fn draw_roofline(
         .flat_map(|p| [Some(p.oi), p.oi_worst])
         .flatten()
         .fold(f64::INFINITY, f64::min);
-    let x_lo = (min_oi / 2.0).min(0.01).max(1e-4);
+    let x_lo = (min_oi / 2.0).clamp(1e-4, 0.01);
     let x_hi = (top / slowest_bw * 8.0).max(100.0);
     let min_y = points
         .iter()

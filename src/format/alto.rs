@@ -325,7 +325,6 @@ impl<I: HwBits> AltoTensor<I> {
 }
 
 fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
-    let order = coo.order();
     let hw = alto_kernels::Bmi2::try_new()
         .filter(|_| use_bmi2)
         .map(|t| PextDecoder::new(t, masks));
@@ -335,11 +334,11 @@ fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f6
         .with_min_len(4096)
         .map(|k| {
             let mut x = I::ZERO;
-            for m in 0..order {
+            for (m, &mask) in masks.iter().enumerate() {
                 let c = coo.mode_indices(m)[k];
                 x = x.or(match &hw {
                     Some(d) => d.deposit(c, m),
-                    None => I::pdep_soft(c, masks[m]),
+                    None => I::pdep_soft(c, mask),
                 });
             }
             (x, vals[k])

@@ -18,6 +18,13 @@ unsafe impl<T: Send> Send for SharedOut<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedOut<T> {}
 
+impl<T> SharedOut<T> {
+    /// A method (not field access) so closures capture the whole `Sync` wrapper.
+    fn ptr(self) -> *mut T {
+        self.0
+    }
+}
+
 /// Sorts `pairs` by index, considering only the low `key_bits` bits (higher bits must be zero).
 /// Stable. Runs on the current rayon pool.
 ///
@@ -68,12 +75,11 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
         .par_chunks(chunk_len)
         .zip(offsets.par_iter_mut())
         .for_each(|(c, off)| {
-            let dst = dst;
             for &p in c {
                 let d = p.0.digit(top_shift, mask);
                 // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
                 // other chunk or digit shares, and the ranges tile 0..n (= out.len()).
-                unsafe { dst.0.add(off[d]).write(p) };
+                unsafe { dst.ptr().add(off[d]).write(p) };
                 off[d] += 1;
             }
         });
