@@ -275,7 +275,7 @@ fn parse_tensor<I: HwBits>(
 
 /// Coordinates inside dims, sorted order, and intervals that contain every segment's nonzeros.
 fn validate<I: HwBits>(t: &AltoTensor<I>) -> std::result::Result<(), String> {
-    let dec = t.decoder(alto_kernels::DecodeKind::Runs);
+    let dec = t.fast_decoder();
     let b = t.layout.total_bits();
     let value_mask = if b == 128 {
         u128::MAX

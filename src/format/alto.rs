@@ -155,7 +155,7 @@ impl<I: HwBits> AltoTensor<I> {
         let m = self.idx.len();
         let seg = m.div_ceil(partitions).max(1);
         self.bounds = (0..=partitions).map(|p| (p * seg).min(m)).collect();
-        let decoder = self.decoder(DecodeKind::Runs);
+        let decoder = self.fast_decoder();
         let order = self.order();
         let intervals: Vec<Vec<(u64, u64)>> = (0..partitions)
             .into_par_iter()
@@ -217,23 +217,42 @@ impl<I: HwBits> AltoTensor<I> {
         }
     }
 
-    /// For each row of `mode`: is it touched by more than one segment?
+    /// For each row of `mode`: is it touched by more than one segment? Each segment marks the
+    /// rows it touches in a bitmap over its own interval (in parallel); a row is shared when
+    /// two or more bitmaps mark it.
     fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> Vec<bool> {
-        const NONE: u32 = u32::MAX;
-        const MANY: u32 = u32::MAX - 1;
         let dim = self.layout.dims()[mode] as usize;
-        let mut owner = vec![NONE; dim];
-        for p in 0..self.num_partitions() {
-            for &x in &self.idx[self.bounds[p]..self.bounds[p + 1]] {
-                let o = &mut owner[decoder.coord(x, mode) as usize];
-                if *o == NONE {
-                    *o = p as u32;
-                } else if *o != p as u32 {
-                    *o = MANY;
+        let touched: Vec<Option<(u64, Vec<u64>)>> = (0..self.num_partitions())
+            .into_par_iter()
+            .map(|p| {
+                let (lo, hi) = self.interval(p, mode)?;
+                let mut bits = vec![0u64; ((hi - lo) / 64 + 1) as usize];
+                for &x in &self.idx[self.partition_range(p)] {
+                    let r = decoder.coord(x, mode) - lo;
+                    bits[(r / 64) as usize] |= 1 << (r % 64);
+                }
+                Some((lo, bits))
+            })
+            .collect();
+        let mut count = vec![0u8; dim];
+        for (lo, bits) in touched.iter().flatten() {
+            for (w, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let row = *lo as usize + w * 64 + word.trailing_zeros() as usize;
+                    count[row] = count[row].saturating_add(1);
+                    word &= word - 1;
                 }
             }
         }
-        owner.into_iter().map(|o| o == MANY).collect()
+        count.into_iter().map(|c| c > 1).collect()
+    }
+
+    /// The decoder the CPU rule prefers (BMI2 `pext` where it is native and fast).
+    pub fn fast_decoder(&self) -> AnyDecoder<I> {
+        self.decoder(alto_kernels::default_decode_kind(
+            alto_kernels::CpuIdentity::detect(),
+        ))
     }
 
     /// A decoder for this tensor's masks; `Pext` falls back to `Runs` without BMI2.
@@ -296,7 +315,7 @@ impl<I: HwBits> AltoTensor<I> {
 
     /// Back to coordinates (0-based), in ALTO order, without flags.
     pub fn to_coo(&self) -> CooTensor {
-        let dec = self.decoder(DecodeKind::Runs);
+        let dec = self.fast_decoder();
         let inds = (0..self.order())
             .map(|m| self.idx.par_iter().map(|&x| dec.coord(x, m)).collect())
             .collect();
@@ -306,7 +325,6 @@ impl<I: HwBits> AltoTensor<I> {
 }
 
 fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
-    let order = coo.order();
     let hw = alto_kernels::Bmi2::try_new()
         .filter(|_| use_bmi2)
         .map(|t| PextDecoder::new(t, masks));
@@ -316,11 +334,11 @@ fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f6
         .with_min_len(4096)
         .map(|k| {
             let mut x = I::ZERO;
-            for m in 0..order {
+            for (m, &mask) in masks.iter().enumerate() {
                 let c = coo.mode_indices(m)[k];
                 x = x.or(match &hw {
                     Some(d) => d.deposit(c, m),
-                    None => I::pdep_soft(c, masks[m]),
+                    None => I::pdep_soft(c, mask),
                 });
             }
             (x, vals[k])
@@ -369,15 +387,21 @@ pub fn available_memory() -> Option<u64> {
 }
 
 fn check_memory(needed: u64) -> Result<()> {
-    if let Some(available) = available_memory() {
-        if needed > available {
-            return Err(AltoError::OutOfMemory {
-                needed,
-                available,
-                needed_gib: needed as f64 / (1u64 << 30) as f64,
-                available_gib: available as f64 / (1u64 << 30) as f64,
-            });
-        }
+    match available_memory() {
+        Some(available) => check_memory_against(needed, available),
+        None => Ok(()), // no /proc/meminfo: nothing to check against
+    }
+}
+
+/// The memory rule: an error saying how much is needed and how much there is.
+pub fn check_memory_against(needed: u64, available: u64) -> Result<()> {
+    if needed > available {
+        return Err(AltoError::OutOfMemory {
+            needed,
+            available,
+            needed_gib: needed as f64 / (1u64 << 30) as f64,
+            available_gib: available as f64 / (1u64 << 30) as f64,
+        });
     }
     Ok(())
 }

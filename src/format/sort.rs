@@ -18,68 +18,132 @@ unsafe impl<T: Send> Send for SharedOut<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedOut<T> {}
 
+impl<T> SharedOut<T> {
+    /// A method (not field access) so closures capture the whole `Sync` wrapper.
+    fn ptr(self) -> *mut T {
+        self.0
+    }
+}
+
 /// Sorts `pairs` by index, considering only the low `key_bits` bits (higher bits must be zero).
 /// Stable. Runs on the current rayon pool.
+///
+/// One parallel MSD pass on the top 8 key bits splits the data into 256 buckets (each about
+/// 1/256 of the data, so it usually fits in L2); each bucket is then finished independently
+/// with LSD passes on the remaining bits, buckets in parallel.
 pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) {
     let n = pairs.len();
-    if n < PARALLEL_MIN {
+    if n < PARALLEL_MIN || key_bits <= DIGIT_BITS {
         pairs.sort_by_key(|p| p.0);
         return;
     }
-    let chunks = (rayon::current_num_threads() * 4).max(1);
-    let chunk_len = n.div_ceil(chunks);
-    let mut other: Vec<(I, f64)> = Vec::with_capacity(n);
-    other.par_extend((0..n).into_par_iter().map(|_| (I::ZERO, 0.0)));
-    let (mut src, mut dst) = (std::mem::take(pairs), other);
+    let top_shift = key_bits - DIGIT_BITS;
     let mask = (BUCKETS - 1) as u32;
-    let mut shift = 0;
-    while shift < key_bits {
-        let hists: Vec<[usize; BUCKETS]> = src
-            .par_chunks(chunk_len)
-            .map(|c| {
-                let mut h = [0usize; BUCKETS];
-                for p in c {
-                    h[p.0.digit(shift, mask)] += 1;
-                }
-                h
-            })
-            .collect();
-        let mut totals = [0usize; BUCKETS];
-        for h in &hists {
-            for (t, x) in totals.iter_mut().zip(h) {
-                *t += x;
+    let chunk_len = n.div_ceil(rayon::current_num_threads().max(1));
+    let mut out: Vec<(I, f64)> = Vec::with_capacity(n);
+    out.par_extend(
+        (0..n)
+            .into_par_iter()
+            .with_min_len(1 << 16)
+            .map(|_| (I::ZERO, 0.0)),
+    );
+
+    // MSD pass: per-chunk histograms, then a stable parallel scatter.
+    let hists: Vec<[usize; BUCKETS]> = pairs
+        .par_chunks(chunk_len)
+        .map(|c| {
+            let mut h = [0usize; BUCKETS];
+            for p in c {
+                h[p.0.digit(top_shift, mask)] += 1;
             }
+            h
+        })
+        .collect();
+    let mut offsets = vec![[0usize; BUCKETS]; hists.len()];
+    let mut bucket_start = [0usize; BUCKETS + 1];
+    let mut running = 0;
+    for d in 0..BUCKETS {
+        bucket_start[d] = running;
+        for (c, h) in hists.iter().enumerate() {
+            offsets[c][d] = running;
+            running += h[d];
         }
-        if totals.contains(&n) {
-            shift += DIGIT_BITS; // every key has the same digit: nothing moves
-            continue;
+    }
+    bucket_start[BUCKETS] = n;
+    let dst = SharedOut(out.as_mut_ptr());
+    pairs
+        .par_chunks(chunk_len)
+        .zip(offsets.par_iter_mut())
+        .for_each(|(c, off)| {
+            for &p in c {
+                let d = p.0.digit(top_shift, mask);
+                // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
+                // other chunk or digit shares, and the ranges tile 0..n (= out.len()).
+                unsafe { dst.ptr().add(off[d]).write(p) };
+                off[d] += 1;
+            }
+        });
+
+    // Finish every bucket with LSD passes on the low bits, `pairs` serving as scratch.
+    let mut buckets_out: Vec<&mut [(I, f64)]> = Vec::with_capacity(BUCKETS);
+    let mut buckets_tmp: Vec<&mut [(I, f64)]> = Vec::with_capacity(BUCKETS);
+    let (mut rest_out, mut rest_tmp) = (&mut out[..], &mut pairs[..]);
+    for d in 0..BUCKETS {
+        let len = bucket_start[d + 1] - bucket_start[d];
+        let (a, r) = std::mem::take(&mut rest_out).split_at_mut(len);
+        let (b, t) = std::mem::take(&mut rest_tmp).split_at_mut(len);
+        (rest_out, rest_tmp) = (r, t);
+        buckets_out.push(a);
+        buckets_tmp.push(b);
+    }
+    buckets_out
+        .into_par_iter()
+        .zip(buckets_tmp.into_par_iter())
+        .for_each(|(data, tmp)| lsd_in_place(data, tmp, top_shift));
+    *pairs = out;
+}
+
+/// Stable LSD radix sort of `data` on key bits `0..key_bits`, using `tmp` (same length) as the
+/// ping-pong buffer; the result ends in `data`.
+fn lsd_in_place<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) {
+    if data.len() <= 64 {
+        data.sort_by_key(|p| p.0);
+        return;
+    }
+    let mask = (BUCKETS - 1) as u32;
+    let passes = key_bits.div_ceil(DIGIT_BITS) as usize;
+    // All digit histograms in one read.
+    let mut hists = vec![[0usize; BUCKETS]; passes];
+    for p in data.iter() {
+        for (k, h) in hists.iter_mut().enumerate() {
+            h[p.0.digit(k as u32 * DIGIT_BITS, mask)] += 1;
         }
-        // offsets[c][d]: where chunk c's first key with digit d goes.
-        let mut offsets = vec![[0usize; BUCKETS]; hists.len()];
+    }
+    let (mut src, mut dst) = (data, tmp);
+    let mut in_tmp = false;
+    for (k, h) in hists.iter().enumerate() {
+        if h.contains(&src.len()) {
+            continue; // every key has the same digit here: nothing moves
+        }
+        let mut off = [0usize; BUCKETS];
         let mut running = 0;
         for d in 0..BUCKETS {
-            for (c, h) in hists.iter().enumerate() {
-                offsets[c][d] = running;
-                running += h[d];
-            }
+            off[d] = running;
+            running += h[d];
         }
-        let out = SharedOut(dst.as_mut_ptr());
-        src.par_chunks(chunk_len)
-            .zip(offsets.par_iter_mut())
-            .for_each(|(c, off)| {
-                let out = out;
-                for &p in c {
-                    let d = p.0.digit(shift, mask);
-                    // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
-                    // other chunk or digit shares, and the ranges tile 0..n (= dst.len()).
-                    unsafe { out.0.add(off[d]).write(p) };
-                    off[d] += 1;
-                }
-            });
+        let shift = k as u32 * DIGIT_BITS;
+        for &p in src.iter() {
+            let d = p.0.digit(shift, mask);
+            dst[off[d]] = p;
+            off[d] += 1;
+        }
         std::mem::swap(&mut src, &mut dst);
-        shift += DIGIT_BITS;
+        in_tmp = !in_tmp;
     }
-    *pairs = src;
+    if in_tmp {
+        // The sorted data is in the scratch half: copy it home.
+        dst.copy_from_slice(src);
+    }
 }
 
 /// The parallel comparison sort the radix sort is measured against.

@@ -107,9 +107,9 @@ pub fn compare_with_oracle(
         return f64::INFINITY;
     }
     let mut worst = 0.0f64;
-    for i in 0..want.rows() {
+    for (i, &terms) in per_row.iter().enumerate() {
         for r in 0..want.cols() {
-            let tol = mttkrp_tolerance(bound.get(i, r), per_row[i] + coo.order());
+            let tol = mttkrp_tolerance(bound.get(i, r), terms + coo.order());
             let diff = (got.get(i, r) - want.get(i, r)).abs();
             if diff.is_nan() {
                 return f64::INFINITY;

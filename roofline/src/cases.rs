@@ -1,0 +1,295 @@
+//! The paper's representative MTTKRP cases (its Fig. 9) on stand-in tensors, and their
+//! placement on a stated profile from the model alone.
+
+use crate::model::{mttkrp_traffic, ModelInput};
+use crate::plot::PlotPoint;
+use crate::profile::{MachineProfile, ProfileCase};
+use alto::dispatch::{best_isa, KernelChoice};
+use alto::format::{AnyAlto, BuildOptions, Layout};
+use alto::gen::{find_preset, preset};
+use alto::mttkrp::{exclusive_intervals, mttkrp, mttkrp_flops, MttkrpOptions, Sync, Workspace};
+use alto::{CooTensor, Matrix};
+use alto_kernels::{KernelId, RankSpec};
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// One case to measure.
+#[derive(Clone, Debug)]
+pub struct CaseSpec {
+    pub label: String,
+    pub source: CaseSource,
+    /// 0-based target mode.
+    pub mode: usize,
+    pub rank: usize,
+    pub rank_specialized: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum CaseSource {
+    /// A generator preset at `nnz` nonzeros.
+    Preset {
+        name: &'static str,
+        nnz: u64,
+        keep_dims: bool,
+    },
+    /// A tensor file given with `--tensor`.
+    File(PathBuf),
+}
+
+/// Default stand-in sizes: the whole command stays within about 5 minutes on 2 cores.
+const NIPS_NNZ: f64 = 1_000_000.0;
+const NELL2_NNZ: f64 = 2_000_000.0;
+const AMAZON_NNZ: f64 = 1_000_000.0;
+const DARPA_NNZ: f64 = 2_000_000.0;
+
+/// Labels use the paper's 1-based mode numbers.
+fn label(tensor: &str, mode: usize, spec: bool) -> String {
+    format!(
+        "{tensor} mode {}{}",
+        mode + 1,
+        if spec { "" } else { " (no rank spec.)" }
+    )
+}
+
+/// SPEC section 8's cases: nips mode 4 with and without rank specialization, nell-2 mode 3,
+/// amazon mode 1 (true dims, a 65-bit index), darpa modes 1 and 3 (limited reuse: atomics).
+pub fn paper_cases(scale: f64, nnz: Option<u64>, rank: usize) -> Vec<CaseSpec> {
+    let n = |default: f64| nnz.unwrap_or((default * scale).round().max(1000.0) as u64);
+    let case = |name: &'static str, mode: usize, spec: bool, nnz: u64, keep_dims: bool| CaseSpec {
+        label: label(name, mode, spec),
+        source: CaseSource::Preset {
+            name,
+            nnz,
+            keep_dims,
+        },
+        mode,
+        rank,
+        rank_specialized: spec,
+    };
+    vec![
+        case("nips", 3, true, n(NIPS_NNZ), false),
+        case("nips", 3, false, n(NIPS_NNZ), false),
+        case("nell-2", 2, true, n(NELL2_NNZ), false),
+        case("amazon", 0, true, n(AMAZON_NNZ), true),
+        case("darpa", 0, true, n(DARPA_NNZ), false),
+        case("darpa", 2, true, n(DARPA_NNZ), false),
+    ]
+}
+
+/// A measured (or modelled) point.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseResult {
+    pub case: String,
+    pub tensor: String,
+    pub dims: Vec<u64>,
+    pub nnz: u64,
+    /// 0-based mode.
+    pub mode: usize,
+    pub rank: usize,
+    pub kernel: String,
+    pub accumulation: String,
+    pub index_bits: u32,
+    pub index_width: String,
+    pub threads: usize,
+    pub median_s: f64,
+    pub gflops: f64,
+    pub oi: f64,
+    pub oi_worst: f64,
+    /// `model` (SPEC section 11) or `counters`.
+    pub oi_source: String,
+    /// min(peak, DRAM bandwidth x OI).
+    pub bound_gflops: f64,
+    pub percent_of_bound: f64,
+}
+
+impl CaseResult {
+    pub fn plot_point(&self) -> PlotPoint {
+        PlotPoint {
+            label: self.case.clone(),
+            oi: self.oi,
+            oi_worst: Some(self.oi_worst),
+            gflops: self.gflops,
+            pull: self.accumulation == "pull",
+            wide_index: self.index_width == "u128",
+        }
+    }
+}
+
+/// Loads or generates the case's tensor and names it.
+fn case_tensor(spec: &CaseSpec, seed: u64) -> Result<(String, CooTensor)> {
+    match &spec.source {
+        CaseSource::Preset {
+            name,
+            nnz,
+            keep_dims,
+        } => {
+            let p = find_preset(name).ok_or_else(|| anyhow!("unknown preset {name}"))?;
+            Ok((name.to_string(), preset(p, *nnz, seed, *keep_dims)?))
+        }
+        CaseSource::File(path) => {
+            let coo = alto::tns::read_tns(path, None)?;
+            let name = path
+                .file_stem()
+                .map_or("tensor".into(), |s| s.to_string_lossy().into_owned());
+            Ok((name, coo))
+        }
+    }
+}
+
+/// Builds the tensor, times `reps` MTTKRP calls of the case's mode after a warm-up, and places
+/// it under `profile`'s DRAM roof with the model's operational intensity.
+pub fn run_case(
+    spec: &CaseSpec,
+    pool: &rayon::ThreadPool,
+    reps: usize,
+    profile: &MachineProfile,
+) -> Result<CaseResult> {
+    let (tensor, coo) = case_tensor(spec, 1)?;
+    let threads = pool.current_num_threads();
+    let opts = BuildOptions {
+        partitions: threads,
+        ..Default::default()
+    };
+    let (alto, _) = pool
+        .install(|| AnyAlto::build(&coo, &opts))
+        .with_context(|| format!("building {}", spec.label))?;
+    drop(coo);
+    if spec.mode >= alto.order() {
+        anyhow::bail!(
+            "{}: mode {} does not exist (order {})",
+            spec.label,
+            spec.mode + 1,
+            alto.order()
+        );
+    }
+    let factors: Vec<Matrix> = alto
+        .dims()
+        .iter()
+        .enumerate()
+        .map(|(m, &d)| Matrix::random(d as usize, spec.rank, m as u64))
+        .collect();
+    let kernel = if spec.rank_specialized {
+        KernelChoice::Auto
+    } else {
+        KernelChoice::Named(KernelId {
+            isa: best_isa(),
+            rank: RankSpec::Dynamic,
+        })
+    };
+    let mopts = MttkrpOptions {
+        kernel,
+        ..Default::default()
+    };
+    let mut ws = Workspace::new(&alto, spec.rank);
+    let mut out = Matrix::zeros(alto.dims()[spec.mode] as usize, spec.rank);
+    let run = mttkrp(&alto, &factors, spec.mode, &mut out, &mopts, &mut ws, pool)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        mttkrp(&alto, &factors, spec.mode, &mut out, &mopts, &mut ws, pool)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let gflops = mttkrp_flops(alto.order(), spec.rank, alto.nnz()) / median / 1e9;
+    let pull = run.sync == Sync::Pull;
+    let intervals: Vec<Option<(u64, u64)>> = (0..alto.num_partitions())
+        .map(|p| alto.interval(p, spec.mode))
+        .collect();
+    let exclusive = exclusive_intervals(&intervals);
+    let staged_rows: u64 = intervals
+        .iter()
+        .zip(&exclusive)
+        .filter(|(_, &e)| !e)
+        .filter_map(|(iv, _)| iv.map(|(lo, hi)| hi - lo + 1))
+        .sum();
+    let traffic = mttkrp_traffic(&ModelInput {
+        dims: alto.dims().to_vec(),
+        nnz: alto.nnz() as u64,
+        mode: spec.mode,
+        rank: spec.rank,
+        index_bytes: alto.width().bytes(),
+        pull,
+        staged_rows: if pull { staged_rows } else { 0 },
+    });
+    let oi = traffic.oi_best();
+    let bound = profile.bound(profile.dram(), oi);
+    Ok(CaseResult {
+        case: spec.label.clone(),
+        tensor,
+        dims: alto.dims().to_vec(),
+        nnz: alto.nnz() as u64,
+        mode: spec.mode,
+        rank: spec.rank,
+        kernel: run.name,
+        accumulation: run.sync.to_string(),
+        index_bits: alto.layout().total_bits(),
+        index_width: alto.width().name().to_string(),
+        threads,
+        median_s: median,
+        gflops,
+        oi,
+        oi_worst: traffic.oi_worst(),
+        oi_source: "model".into(),
+        bound_gflops: bound,
+        percent_of_bound: 100.0 * gflops / bound,
+    })
+}
+
+/// Places a stated profile's cases at the model's operational intensity (the paper's true
+/// tensor shapes) and their model bound under the DRAM roof. The paper's heuristic picks the
+/// accumulation (pull when nnz / dim > 4).
+pub fn model_cases(profile: &MachineProfile) -> Result<Vec<CaseResult>> {
+    profile
+        .cases
+        .iter()
+        .map(|c: &ProfileCase| {
+            let p = find_preset(&c.tensor)
+                .ok_or_else(|| anyhow!("profile case: unknown tensor `{}`", c.tensor))?;
+            if c.mode >= p.dims.len() {
+                anyhow::bail!("profile case {}: mode {} out of range", c.tensor, c.mode);
+            }
+            let layout = Layout::new(p.dims)?;
+            // The paper's code rounds the index to 64 or 128 bits.
+            let index_bytes = if layout.total_bits() <= 64 { 8 } else { 16 };
+            let pull = p.nnz / p.dims[c.mode] > alto::format::DEFAULT_MIN_FIBER_REUSE;
+            let traffic = mttkrp_traffic(&ModelInput {
+                dims: p.dims.to_vec(),
+                nnz: p.nnz,
+                mode: c.mode,
+                rank: c.rank,
+                index_bytes,
+                pull,
+                staged_rows: 0,
+            });
+            let oi = traffic.oi_best();
+            let bound = profile.bound(profile.dram(), oi);
+            Ok(CaseResult {
+                case: label(p.name, c.mode, c.rank_specialized),
+                tensor: p.name.to_string(),
+                dims: p.dims.to_vec(),
+                nnz: p.nnz,
+                mode: c.mode,
+                rank: c.rank,
+                kernel: if c.rank_specialized {
+                    format!("r{}", c.rank)
+                } else {
+                    "rdyn".into()
+                },
+                accumulation: if pull { "pull" } else { "atomic" }.into(),
+                index_bits: layout.total_bits(),
+                index_width: if index_bytes == 8 { "u64" } else { "u128" }.into(),
+                threads: profile.threads,
+                median_s: f64::NAN,
+                gflops: bound,
+                oi,
+                oi_worst: traffic.oi_worst(),
+                oi_source: "model".into(),
+                bound_gflops: bound,
+                percent_of_bound: 100.0,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,11 @@
+//! `alto-roofline`: probes this machine's compute and bandwidth ceilings, runs the paper's
+//! representative MTTKRP cases (its Fig. 9) on stand-in tensors, and draws both this machine's
+//! roofline and the paper's Cascade Lake one from a stated profile.
+
+pub mod cases;
+pub mod machine;
+pub mod model;
+pub mod plot;
+pub mod probe;
+pub mod profile;
+pub mod report;

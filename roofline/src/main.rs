@@ -1,0 +1,277 @@
+//! `roofline`: measure this machine, run the paper's Fig. 9 cases on stand-in tensors, and draw
+//! this machine's roofline and the paper's Cascade Lake one.
+//!
+//! `cargo run --release --bin roofline` with no arguments does everything with defaults sized to
+//! finish within about 5 minutes on 2 cores.
+
+use alto_roofline::cases::{model_cases, paper_cases, run_case, CaseResult, CaseSource, CaseSpec};
+use alto_roofline::machine::{probe, CacheSizes, ProbeResults};
+use alto_roofline::plot::draw_roofline;
+use alto_roofline::profile::MachineProfile;
+use alto_roofline::report::{ceilings_csv, points_csv, write};
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "roofline",
+    about = "This machine's roofline with the paper's MTTKRP cases, and the paper's Cascade Lake roofline"
+)]
+struct Args {
+    /// Multiplies the stand-in tensors' default nonzero counts.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Nonzeros of every stand-in (overrides --scale).
+    #[arg(long)]
+    nnz: Option<u64>,
+    /// Add a tensor file (`.tns`) as a case; repeatable, paired with --mode.
+    #[arg(long)]
+    tensor: Vec<PathBuf>,
+    /// 0-based target mode of each --tensor.
+    #[arg(long)]
+    mode: Vec<usize>,
+    #[arg(long, default_value_t = 16)]
+    rank: usize,
+    /// Timed MTTKRP calls per case (after one warm-up).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Threads for the all-threads measurements (default: all available CPUs).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// A machine profile (JSON) to draw with the paper's cases; default: the committed
+    /// Cascade Lake 8280 profile.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Output folder.
+    #[arg(long, default_value = "reports/roofline")]
+    out: PathBuf,
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        })
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Data-cache sizes from sysfs (cpu0), with conservative defaults for missing levels.
+fn cache_sizes() -> CacheSizes {
+    let mut c = CacheSizes {
+        l1: 32 << 10,
+        l2: 1 << 20,
+        l3: 16 << 20,
+    };
+    for index in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("{dir}/{f}"))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        if kind == "Instruction" {
+            continue;
+        }
+        let bytes = match size.strip_suffix('K') {
+            Some(k) => k.parse::<u64>().ok().map(|k| k << 10),
+            None => size
+                .strip_suffix('M')
+                .and_then(|m| m.parse::<u64>().ok())
+                .map(|m| m << 20),
+        };
+        match (level.as_str(), bytes) {
+            ("1", Some(b)) => c.l1 = b,
+            ("2", Some(b)) => c.l2 = b,
+            ("3", Some(b)) => c.l3 = b,
+            _ => {}
+        }
+    }
+    c
+}
+
+fn print_table(title: &str, points: &[CaseResult]) {
+    println!("\n{title}");
+    println!(
+        "{:<28} {:<24} {:>9} {:>9} {:>10} {:>9}  index",
+        "case", "kernel", "GFLOP/s", "OI", "bound", "% bound"
+    );
+    for p in points {
+        println!(
+            "{:<28} {:<24} {:>9.2} {:>9.3} {:>10.2} {:>8.0}%  {} bits ({})  OI: {}",
+            p.case,
+            p.kernel,
+            p.gflops,
+            p.oi,
+            p.bound_gflops,
+            p.percent_of_bound,
+            p.index_bits,
+            p.index_width,
+            p.oi_source
+        );
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn run(a: Args) -> Result<()> {
+    if a.tensor.len() != a.mode.len() {
+        bail!(
+            "give one --mode per --tensor ({} tensors, {} modes)",
+            a.tensor.len(),
+            a.mode.len()
+        );
+    }
+    if !(a.scale.is_finite() && a.scale > 0.0) {
+        bail!("--scale must be a positive number");
+    }
+    if a.rank == 0 {
+        bail!("--rank must be at least 1");
+    }
+    let stated_path = a.profile.clone().unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/cascadelake-8280.json")
+    });
+    let stated = MachineProfile::load(&stated_path)?;
+    let threads = match a.threads {
+        Some(0) => bail!("--threads must be at least 1"),
+        Some(t) => t,
+        None => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    };
+    let host = host_name();
+    let dir = a.out.join(&host);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let started = Instant::now();
+    let mut progress =
+        |what: &str| eprintln!("[{:>6.1} s] {what}", started.elapsed().as_secs_f64());
+
+    // 1. Probe.
+    let single = alto::pool::build_pool(1)?;
+    let all = alto::pool::build_pool(threads)?;
+    let caches = cache_sizes();
+    progress(&format!(
+        "probing ({threads} threads; caches L1 {} KiB, L2 {} KiB, L3 {} KiB)",
+        caches.l1 >> 10,
+        caches.l2 >> 10,
+        caches.l3 >> 10
+    ));
+    let probe_results: ProbeResults = probe(&single, &all, caches, &mut progress);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let machine = probe_results.profile(&format!("{cpu} ({host}, {threads} threads)"), threads);
+    write(
+        &dir.join("machine.json"),
+        &serde_json::to_string_pretty(&machine)?,
+    )?;
+    write(
+        &dir.join("probe.json"),
+        &serde_json::to_string_pretty(&probe_results)?,
+    )?;
+
+    // 2. Cases.
+    let mut specs: Vec<CaseSpec> = paper_cases(a.scale, a.nnz, a.rank);
+    for (t, &m) in a.tensor.iter().zip(&a.mode) {
+        let name = t
+            .file_stem()
+            .map_or("tensor".into(), |s| s.to_string_lossy().into_owned());
+        specs.push(CaseSpec {
+            label: format!("{name} mode {}", m + 1),
+            source: CaseSource::File(t.clone()),
+            mode: m,
+            rank: a.rank,
+            rank_specialized: true,
+        });
+    }
+    let mut points = Vec::new();
+    for spec in &specs {
+        progress(&format!("case {}", spec.label));
+        points.push(run_case(spec, &all, a.reps, &machine)?);
+    }
+
+    // 3. Draw this machine and the stated profile.
+    let png = dir.join("roofline.png");
+    let plot_points: Vec<_> = points.iter().map(CaseResult::plot_point).collect();
+    draw_roofline(
+        &png,
+        &format!("Roofline: {}", machine.name),
+        &machine,
+        &plot_points,
+    )
+    .map_err(anyhow::Error::msg)?;
+    write(&dir.join("roofline_points.csv"), &points_csv(&points))?;
+    write(&dir.join("roofline_ceilings.csv"), &ceilings_csv(&machine))?;
+
+    let stem = stated_path
+        .file_stem()
+        .map_or("profile".into(), |s| s.to_string_lossy().into_owned());
+    let stated_points = model_cases(&stated)?;
+    let stated_png = a.out.join(format!("{stem}.png"));
+    let plot_points: Vec<_> = stated_points.iter().map(CaseResult::plot_point).collect();
+    draw_roofline(
+        &stated_png,
+        &format!("Roofline (stated profile): {}", stated.name),
+        &stated,
+        &plot_points,
+    )
+    .map_err(anyhow::Error::msg)?;
+    write(
+        &a.out.join(format!("{stem}_points.csv")),
+        &points_csv(&stated_points),
+    )?;
+    write(
+        &a.out.join(format!("{stem}_ceilings.csv")),
+        &ceilings_csv(&stated),
+    )?;
+
+    // 4. Summary.
+    println!("\nceilings of this machine ({threads} threads):");
+    for p in &machine.peaks {
+        println!("  {:<14} {:>10.1} GFLOP/s", p.name, p.gflops);
+    }
+    for b in &machine.bandwidths {
+        println!("  {:<14} {:>10.1} GB/s", b.name, b.gbytes_per_s);
+    }
+    print_table(
+        &format!("this machine, {threads} threads (bound: DRAM roof at the model OI)"),
+        &points,
+    );
+    print_table(
+        "the paper's machine (stated profile; points at their model bound)",
+        &stated_points,
+    );
+    println!(
+        "\nwrote {} (+ machine.json, probe.json, roofline_points.csv, roofline_ceilings.csv)",
+        png.display()
+    );
+    println!(
+        "wrote {} (+ {stem}_points.csv, {stem}_ceilings.csv)",
+        stated_png.display()
+    );
+    println!("total {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}

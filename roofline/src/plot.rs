@@ -1,0 +1,236 @@
+//! Drawing a roofline (log-log, flop/byte vs GFLOP/s) as PNG with plotters. Text is rendered
+//! from the DejaVu Sans font embedded in the binary (no system font libraries).
+
+use crate::profile::MachineProfile;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::path::Path;
+use std::sync::Once;
+
+const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+pub const WIDTH: u32 = 1400;
+pub const HEIGHT: u32 = 900;
+
+/// One measured (or modelled) case on the plot.
+#[derive(Clone, Debug)]
+pub struct PlotPoint {
+    pub label: String,
+    pub oi: f64,
+    /// Worst-case operational intensity, drawn as a line to the point (model only).
+    pub oi_worst: Option<f64>,
+    pub gflops: f64,
+    /// Pull-based accumulation (circle) or atomics (triangle).
+    pub pull: bool,
+    /// A 128-bit index (hollow marker) rather than 64 bits or fewer (filled).
+    pub wide_index: bool,
+}
+
+fn register_font() -> Result<(), String> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        result = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
+            .map_err(|_| "the embedded DejaVu Sans font is invalid".to_string());
+    });
+    result
+}
+
+fn fmt_value(v: f64, unit: &str) -> String {
+    let (x, prefix) = if v >= 1000.0 {
+        (v / 1000.0, "T")
+    } else {
+        (v, "G")
+    };
+    if x >= 100.0 {
+        format!("{x:.0} {prefix}{unit}")
+    } else if x >= 10.0 {
+        format!("{x:.1} {prefix}{unit}")
+    } else {
+        format!("{x:.2} {prefix}{unit}")
+    }
+}
+
+/// Draws `profile`'s ceilings and `points` into a PNG at `path`.
+pub fn draw_roofline(
+    path: &Path,
+    title: &str,
+    profile: &MachineProfile,
+    points: &[PlotPoint],
+) -> Result<(), String> {
+    register_font()?;
+    let top = profile.top_peak();
+    let fastest_bw = profile
+        .bandwidths
+        .iter()
+        .map(|b| b.gbytes_per_s)
+        .fold(0.0, f64::max);
+    let slowest_bw = profile.dram().gbytes_per_s;
+    let min_oi = points
+        .iter()
+        .flat_map(|p| [Some(p.oi), p.oi_worst])
+        .flatten()
+        .fold(f64::INFINITY, f64::min);
+    let x_lo = (min_oi / 2.0).clamp(1e-4, 0.01);
+    let x_hi = (top / slowest_bw * 8.0).max(100.0);
+    let min_y = points
+        .iter()
+        .map(|p| p.gflops)
+        .fold(f64::INFINITY, f64::min);
+    let y_lo = (min_y / 3.0)
+        .min(fastest_bw * x_lo)
+        .min(top / 100.0)
+        .max(1e-3);
+    let y_hi = top * 4.0;
+
+    let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 26))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("operational intensity (flop/byte)")
+        .y_desc("performance (GFLOP/s)")
+        .label_style(("sans-serif", 18))
+        .axis_desc_style(("sans-serif", 20))
+        .light_line_style(RGBColor(235, 235, 235))
+        .x_label_formatter(&|x| format!("{x}"))
+        .y_label_formatter(&|y| format!("{y}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+
+    // Bandwidth roofs up to the top peak, each labelled with its value at its left end.
+    let roof_colors = [
+        RGBColor(31, 119, 180),
+        RGBColor(44, 160, 44),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(127, 127, 127),
+    ];
+    let _ = y_lo;
+    let mut bws: Vec<_> = profile.bandwidths.iter().collect();
+    bws.sort_by(|a, b| b.gbytes_per_s.total_cmp(&a.gbytes_per_s));
+    for (k, bw) in bws.iter().enumerate() {
+        let color = roof_colors[k % roof_colors.len()];
+        let ridge = top / bw.gbytes_per_s;
+        let start = (x_lo, bw.gbytes_per_s * x_lo);
+        // Roofs are named in the legend: inline labels collide when two roofs nearly coincide.
+        chart
+            .draw_series(LineSeries::new(
+                [start, (ridge, top)],
+                color.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?
+            .label(format!(
+                "{} roof {}",
+                bw.name,
+                fmt_value(bw.gbytes_per_s, "B/s")
+            ))
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    // Compute roofs: horizontal from where the fastest bandwidth meets them.
+    let mut peaks: Vec<_> = profile.peaks.iter().collect();
+    peaks.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
+    let mut label_x = x_hi / 12.0;
+    for (k, pk) in peaks.iter().enumerate() {
+        let from = (pk.gflops / fastest_bw).max(x_lo);
+        // Labels sit right of every ridge, above their line; a peak too close to the one
+        // above it moves its label left so the two do not collide.
+        if k > 0 && peaks[k - 1].gflops / pk.gflops < 1.35 {
+            label_x /= 6.0;
+        }
+        chart
+            .draw_series(LineSeries::new(
+                [(from, pk.gflops), (x_hi, pk.gflops)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("{} {}", pk.name, fmt_value(pk.gflops, "FLOP/s")),
+                (label_x, pk.gflops * 1.32),
+                ("sans-serif", 17).into_font(),
+            )))
+            .map_err(|e| e.to_string())?;
+    }
+
+    // Points: circle = pull, triangle = atomic; filled = <= 64-bit index, hollow = 128-bit.
+    let point_colors = [
+        RGBColor(214, 39, 40),
+        RGBColor(255, 127, 14),
+        RGBColor(23, 190, 207),
+        RGBColor(188, 189, 34),
+        RGBColor(227, 119, 194),
+        RGBColor(31, 119, 180),
+        RGBColor(44, 160, 44),
+        RGBColor(148, 103, 189),
+    ];
+    for (k, p) in points.iter().enumerate() {
+        let color = point_colors[k % point_colors.len()];
+        if let Some(w) = p.oi_worst {
+            chart
+                .draw_series(LineSeries::new(
+                    [(w, p.gflops), (p.oi, p.gflops)],
+                    color.mix(0.5).stroke_width(1),
+                ))
+                .map_err(|e| e.to_string())?;
+        }
+        let style = if p.wide_index {
+            color.stroke_width(3)
+        } else {
+            color.filled()
+        };
+        let (pull, coord) = (p.pull, (p.oi, p.gflops));
+        let series = chart
+            .draw_series(std::iter::once(marker(coord, pull, style)))
+            .map_err(|e| e.to_string())?;
+        series
+            .label(p.label.clone())
+            .legend(move |(x, y)| marker_px((x + 10, y), pull, style));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 16))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    root.draw(&Text::new(
+        "circle: pull-based accumulation   triangle: atomic accumulation   filled: <= 64-bit index   hollow: 128-bit index",
+        (110, (HEIGHT - 22) as i32),
+        ("sans-serif", 15).into_font(),
+    ))
+    .map_err(|e| e.to_string())?;
+    root.present()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
+}
+
+fn marker<DB: DrawingBackend>(
+    coord: (f64, f64),
+    pull: bool,
+    style: ShapeStyle,
+) -> DynElement<'static, DB, (f64, f64)> {
+    if pull {
+        Circle::new(coord, 8, style).into_dyn()
+    } else {
+        TriangleMarker::new(coord, 10, style).into_dyn()
+    }
+}
+
+fn marker_px<DB: DrawingBackend>(
+    coord: (i32, i32),
+    pull: bool,
+    style: ShapeStyle,
+) -> DynElement<'static, DB, (i32, i32)> {
+    if pull {
+        Circle::new(coord, 6, style).into_dyn()
+    } else {
+        TriangleMarker::new(coord, 8, style).into_dyn()
+    }
+}
