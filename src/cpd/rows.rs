@@ -201,7 +201,9 @@ impl RowKernel {
         colmax: Option<&mut [f64]>,
     ) {
         let r = self.rank;
-        assert!(y.len() == u.len() && y.len() % r == 0 && g.len() >= r * r && w.len() >= r * r);
+        assert!(
+            y.len() == u.len() && y.len().is_multiple_of(r) && g.len() >= r * r && w.len() >= r * r
+        );
         assert!(colmax.as_ref().is_none_or(|c| c.len() == r));
         dispatch!(self, solve_fixed, solve_dyn, (w, y, u, g, colmax))
     }
@@ -209,7 +211,7 @@ impl RowKernel {
     /// `g += u u^T` over the rows of `u`.
     pub(crate) fn gram_block(&self, u: &[f64], g: &mut [f64]) {
         let r = self.rank;
-        assert!(u.len() % r == 0 && g.len() >= r * r);
+        assert!(u.len().is_multiple_of(r) && g.len() >= r * r);
         dispatch!(self, gram_fixed, gram_dyn, (u, g))
     }
 
@@ -222,7 +224,7 @@ impl RowKernel {
         acc: Option<&mut [f64]>,
     ) {
         let r = self.rank;
-        assert!(scale.len() == r && u.len() % r == 0);
+        assert!(scale.len() == r && u.len().is_multiple_of(r));
         assert!(
             acc.is_none() || (y.len() == u.len() && acc.as_ref().is_some_and(|a| a.len() == r))
         );
@@ -355,7 +357,7 @@ fn tiled(i: usize, j: usize) -> bool {
 /// sums in the same order, so `g` stays exactly symmetric.
 #[inline(always)]
 fn gram_fixed_body<M: MulAdd, const R: usize>(u: &[f64], g: &mut [f64]) {
-    const { assert!(R % TILE_J == 0 && TILE_J % TILE_I == 0) };
+    const { assert!(R.is_multiple_of(TILE_J) && TILE_J.is_multiple_of(TILE_I)) };
     let g = &mut g[..R * R];
     for ib in (0..R).step_by(TILE_I) {
         for jb in (0..R).step_by(TILE_J) {
@@ -388,10 +390,10 @@ fn gram_fixed_body<M: MulAdd, const R: usize>(u: &[f64], g: &mut [f64]) {
 #[inline(always)]
 fn matvec_fixed<M: MulAdd, const R: usize>(w: &[f64], y: &[f64; R]) -> [f64; R] {
     let mut a = [0.0f64; R];
-    for k in 0..R {
+    for (k, &yk) in y.iter().enumerate() {
         let wk = row::<R>(w, k);
         for j in 0..R {
-            a[j] = M::mul_add(y[k], wk[j], a[j]);
+            a[j] = M::mul_add(yk, wk[j], a[j]);
         }
     }
     a
