@@ -452,7 +452,7 @@ impl<'a> Als<'a> {
             rank,
             grams: vec![vec![0.0; rank * rank]; dims.len()],
             lambda: vec![1.0; rank],
-            y: Matrix::zeros(max_rows, rank),
+            y: Matrix::from_vec(0, rank, Vec::with_capacity(max_rows * rank)).expect("empty"),
             ws: Workspace::new(t, rank),
             solver: NormalSolver::new(rank),
             v: vec![0.0; rank * rank],
@@ -466,13 +466,21 @@ impl<'a> Als<'a> {
         }
     }
 
-    /// Reshapes the MTTKRP buffer to `rows x R` inside its capacity (no reallocation).
+    /// Reshapes the MTTKRP buffer to `rows x R` inside its capacity (no reallocation). Growing
+    /// fills the new tail in parallel (the MTTKRP zeroes it again; safe Rust cannot skip it, and
+    /// a serial fill would cost a long mode's whole output size on one thread).
     fn shape_y(&mut self, rows: usize) {
         if self.y.rows() == rows {
             return;
         }
         let mut data = std::mem::replace(&mut self.y, Matrix::zeros(0, 0)).into_vec();
-        data.resize(rows * self.rank, 0.0);
+        let len = rows * self.rank;
+        if len > data.len() {
+            let extra = len - data.len();
+            data.par_extend(rayon::iter::repeat_n(0.0, extra));
+        } else {
+            data.truncate(len);
+        }
         self.y = Matrix::from_vec(rows, self.rank, data).expect("sized to rows x rank");
     }
 
