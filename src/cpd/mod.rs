@@ -6,9 +6,9 @@
 //! 2. `V = hadamard over m != n of G_m`, with the Gram matrices `G_m = U_m^T U_m`;
 //! 3. `U_n = Y V^-1`, with `V^-1` formed from the Cholesky factor of V (then one dense
 //!    `R x R` product per row; [`rows`] says why), or, when V is not numerically positive
-//!    definite ([`NOT_PD_RTOL`]), `Y V^+` with the SVD pseudo-inverse (singular values below
-//!    `R * eps * sigma_max` dropped: the minimum-norm least-squares solution, like the
-//!    reference's `GELSY` fallback);
+//!    definite ([`NOT_PD_RTOL`]), `Y V^+` with the pseudo-inverse from the symmetric
+//!    eigendecomposition (eigenvalues with `|l| <= R * eps * max |l|` dropped: the
+//!    minimum-norm least-squares solution, like the reference's `GELSY` fallback);
 //! 4. columns normalized into lambda: 2-norm on the first iteration, `max(1, max_i |u_ir|)`
 //!    afterwards;
 //! 5. `G_n` updated.
