@@ -53,6 +53,9 @@ pub const NOT_PD_RTOL: f64 = 1e-12;
 const BLOCKS_PER_THREAD: usize = 4;
 /// Fewest rows worth a block of their own.
 const MIN_BLOCK_ROWS: usize = 64;
+/// Bytes the per-block partial sums (`R^2 + R` each) may take; caps the block count at very
+/// large ranks (at R = 16 it never binds).
+const PARTIALS_BUDGET: usize = 64 << 20;
 
 /// What to fit and how.
 #[derive(Clone, Copy, Debug)]
@@ -444,7 +447,9 @@ impl<'a> Als<'a> {
         let rank = opts.rank;
         let dims: Vec<usize> = t.dims().iter().map(|&d| d as usize).collect();
         let max_rows = dims.iter().copied().max().unwrap_or(0);
-        let max_blocks = BLOCKS_PER_THREAD * pool.current_num_threads().max(1);
+        let per_block = 8 * (rank * rank + rank);
+        let max_blocks = (BLOCKS_PER_THREAD * pool.current_num_threads().max(1))
+            .min((PARTIALS_BUDGET / per_block).max(1));
         Als {
             t,
             opts,
