@@ -991,6 +991,8 @@ mod sys {
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
             return;
         }
+        // Leave room for the descriptors the process already holds (assumed within half the
+        // current limit).
         let needed = needed as libc::rlim_t + lim.rlim_cur / 2;
         if lim.rlim_cur >= needed {
             return;

@@ -250,17 +250,16 @@ impl PinReport {
 }
 
 /// A pool of `threads` workers placed by `policy` on this machine (the topology limited to the
-/// CPUs the calling thread may use), bound through hwloc when available. Returns once every
-/// worker has bound itself and reported its CPU set.
+/// CPUs the calling thread may use: call it from the main thread, not from a pinned worker),
+/// bound through hwloc when available. Returns once every worker has bound itself and reported
+/// its CPU set; binding failures are in the report ([`PinReport::warning`]), not errors.
 pub fn build_pinned_pool(
     threads: usize,
     policy: PinPolicy,
 ) -> Result<(rayon::ThreadPool, PinReport)> {
     check_threads(threads)?;
     if policy == PinPolicy::None {
-        let pool = build_pool(threads)?;
-        let report = finish(&pool, policy, "none", 0, &[]);
-        return Ok((pool, report));
+        return unpinned(threads);
     }
     let allowed = current_affinity().map_err(|e| {
         AltoError::InvalidArgument(format!("--pin {policy}: cannot read the CPU affinity: {e}"))
@@ -279,20 +278,23 @@ pub fn build_pinned_pool_on(
     backend: BindBackend,
 ) -> Result<(rayon::ThreadPool, PinReport)> {
     check_threads(threads)?;
+    if policy == PinPolicy::None {
+        return unpinned(threads);
+    }
     let plan = assignment(topo, policy, threads);
     let n_places = places(topo, policy).len();
-    if policy != PinPolicy::None && n_places == 0 {
+    if n_places == 0 {
         return Err(AltoError::InvalidArgument(format!(
             "--pin {policy}: the topology has no CPUs to place workers on"
         )));
     }
     let binder = Binder::new(topo, backend)?;
     let errors: Arc<Mutex<Vec<Option<String>>>> = Arc::new(Mutex::new(vec![None; threads]));
-    let mut b = builder(threads);
-    if policy != PinPolicy::None {
-        let plan = Arc::new(plan.clone());
-        let errors = Arc::clone(&errors);
-        b = b.start_handler(move |i| {
+    let handler_plan = Arc::new(plan.clone());
+    let handler_errors = Arc::clone(&errors);
+    let pool = builder(threads)
+        .start_handler(move |i| {
+            let (plan, errors) = (&handler_plan, &handler_errors);
             let Some(Some(cpus)) = plan.get(i) else {
                 return;
             };
@@ -311,25 +313,25 @@ pub fn build_pinned_pool_on(
                     *slot = Some(e);
                 }
             }
-        });
-    }
-    let pool = b
+        })
         .build()
         .map_err(|e| AltoError::InvalidArgument(format!("cannot start {threads} threads: {e}")))?;
-    let backend_name = if policy == PinPolicy::None {
-        "none"
-    } else {
-        backend.name()
-    };
     // The broadcast inside `finish` waits for every worker, so every start handler has run
     // (and recorded any failure) once it returns.
-    let mut report = finish(&pool, policy, backend_name, n_places, &plan);
+    let mut report = finish(&pool, policy, backend.name(), n_places, &plan);
     let errors = std::mem::take(&mut *errors.lock().unwrap_or_else(|p| p.into_inner()));
     for (w, e) in report.workers.iter_mut().zip(errors) {
         if e.is_some() {
             w.error = e;
         }
     }
+    Ok((pool, report))
+}
+
+/// An unpinned pool (policy `none`) and its report.
+fn unpinned(threads: usize) -> Result<(rayon::ThreadPool, PinReport)> {
+    let pool = build_pool(threads)?;
+    let report = finish(&pool, PinPolicy::None, "none", 0, &[]);
     Ok((pool, report))
 }
 

@@ -468,12 +468,12 @@ impl Topology {
         let _ = writeln!(s, "packages    {}", self.packages);
         let _ = writeln!(s, "numa nodes  {}", self.numa_nodes);
         let _ = writeln!(s, "cores       {}", self.cores);
-        let smt = if self.cores > 0 {
-            self.pus.len() as f64 / self.cores as f64
-        } else {
-            0.0
+        let per_core = match (self.pus.len(), self.cores) {
+            (_, 0) => "-".to_string(),
+            (p, c) if p % c == 0 => (p / c).to_string(),
+            (p, c) => format!("{:.2}", p as f64 / c as f64),
         };
-        let _ = writeln!(s, "pus         {} ({smt:.3} per core)", self.pus.len());
+        let _ = writeln!(s, "pus         {} ({per_core} per core)", self.pus.len());
         for c in &self.caches {
             let _ = writeln!(
                 s,
@@ -631,7 +631,8 @@ mod tests {
         assert_eq!(parse_size("512"), Some(512));
         assert_eq!(parse_size("x"), None);
         assert_eq!(human_bytes(32 << 10), "32 KiB");
-        assert_eq!(human_bytes(1536 << 10), "1.5 MiB");
+        assert_eq!(human_bytes(1536 << 10), "1536 KiB"); // exact units first
+        assert_eq!(human_bytes(1_600_000), "1.5 MiB");
         assert_eq!(human_bytes(100), "100 B");
     }
 

@@ -122,6 +122,8 @@ fn every_policy_binds_every_worker_on_this_machine() {
             for threads in 1..=max + 1 {
                 let (pool, report) = build_pinned_pool_on(threads, policy, &topo, backend)
                     .unwrap_or_else(|e| panic!("{policy} x {threads} ({backend:?}): {e}"));
+                // Only the workers were bound, never the calling thread (or the process).
+                assert_eq!(current_affinity().unwrap(), allowed);
                 assert_eq!(report.failures(), 0, "{:?}", report.warning());
                 assert_eq!(report.workers.len(), threads);
                 assert_eq!(pool.current_num_threads(), threads);
