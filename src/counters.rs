@@ -132,6 +132,20 @@ pub const TASK_CLOCK: &str = "task-clock";
 
 const PMU_ROOT: &str = "/sys/bus/event_source/devices";
 
+const HW_EVENTS: [(&str, HwEvent); 5] = [
+    (CYCLES, HwEvent::Cycles),
+    (INSTRUCTIONS, HwEvent::Instructions),
+    ("cache-references", HwEvent::CacheReferences),
+    ("cache-misses", HwEvent::CacheMisses),
+    ("branch-misses", HwEvent::BranchMisses),
+];
+
+const SW_EVENTS: [(&str, SwEvent); 3] = [
+    (TASK_CLOCK, SwEvent::TaskClock),
+    ("page-faults", SwEvent::PageFaults),
+    ("context-switches", SwEvent::ContextSwitches),
+];
+
 /// The default event set for `cpu`, with uncore PMUs looked up under
 /// `/sys/bus/event_source/devices`.
 pub fn default_events(cpu: &CpuModel) -> Vec<EventSpec> {
@@ -141,38 +155,10 @@ pub fn default_events(cpu: &CpuModel) -> Vec<EventSpec> {
 /// [`default_events`] with the PMU directory given (for tests).
 pub fn default_events_at(cpu: &CpuModel, pmu_root: &Path) -> Vec<EventSpec> {
     use EventGroup::*;
-    let mut v = vec![
-        EventSpec::new(
-            CYCLES,
-            Hardware,
-            1.0,
-            EventSource::Hardware(HwEvent::Cycles),
-        ),
-        EventSpec::new(
-            INSTRUCTIONS,
-            Hardware,
-            1.0,
-            EventSource::Hardware(HwEvent::Instructions),
-        ),
-        EventSpec::new(
-            "cache-references",
-            Hardware,
-            1.0,
-            EventSource::Hardware(HwEvent::CacheReferences),
-        ),
-        EventSpec::new(
-            "cache-misses",
-            Hardware,
-            1.0,
-            EventSource::Hardware(HwEvent::CacheMisses),
-        ),
-        EventSpec::new(
-            "branch-misses",
-            Hardware,
-            1.0,
-            EventSource::Hardware(HwEvent::BranchMisses),
-        ),
-    ];
+    let mut v: Vec<EventSpec> = HW_EVENTS
+        .iter()
+        .map(|&(name, e)| EventSpec::new(name, Hardware, 1.0, EventSource::Hardware(e)))
+        .collect();
     // Double-precision flops.
     if cpu.is_intel() {
         for (suffix, umask, weight) in [
@@ -248,26 +234,11 @@ pub fn default_events_at(cpu: &CpuModel, pmu_root: &Path) -> Vec<EventSpec> {
             EventSource::Missing(why),
         ));
     }
-    v.extend([
-        EventSpec::new(
-            TASK_CLOCK,
-            Software,
-            1.0,
-            EventSource::Software(SwEvent::TaskClock),
-        ),
-        EventSpec::new(
-            "page-faults",
-            Software,
-            1.0,
-            EventSource::Software(SwEvent::PageFaults),
-        ),
-        EventSpec::new(
-            "context-switches",
-            Software,
-            1.0,
-            EventSource::Software(SwEvent::ContextSwitches),
-        ),
-    ]);
+    v.extend(
+        SW_EVENTS
+            .iter()
+            .map(|&(name, e)| EventSpec::new(name, Software, 1.0, EventSource::Software(e))),
+    );
     v
 }
 

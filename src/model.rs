@@ -12,6 +12,8 @@
 //! output written once) and pull-based staging adds about 2 x 8R bytes per staged row (written
 //! into the staging buffer, read back by the pull).
 
+use crate::format::AnyAlto;
+use crate::mttkrp::exclusive_intervals;
 use serde::Serialize;
 
 /// Modelled flops and bytes (of one nonzero, one call, or several calls).
@@ -65,6 +67,34 @@ pub struct CallShape<'a> {
     pub staged_rows: u64,
 }
 
+impl<'a> CallShape<'a> {
+    /// The shape of an MTTKRP of `mode` on `t`; `pull`: the call uses pull-based staging.
+    pub fn of(t: &'a AnyAlto, mode: usize, rank: usize, pull: bool) -> CallShape<'a> {
+        CallShape {
+            dims: t.dims(),
+            mode,
+            nnz: t.nnz() as u64,
+            rank,
+            index_bytes: t.width().bytes(),
+            staged_rows: if pull { pull_staged_rows(t, mode) } else { 0 },
+        }
+    }
+}
+
+/// Rows the pull-based strategy stages for `mode`: the interval rows of every segment whose
+/// interval another segment shares (exclusive segments write the output directly).
+pub fn pull_staged_rows(t: &AnyAlto, mode: usize) -> u64 {
+    let intervals: Vec<Option<(u64, u64)>> = (0..t.num_partitions())
+        .map(|p| t.interval(p, mode))
+        .collect();
+    intervals
+        .iter()
+        .zip(exclusive_intervals(&intervals))
+        .filter(|(_, exclusive)| !exclusive)
+        .filter_map(|(iv, _)| iv.map(|(lo, hi)| hi - lo + 1))
+        .sum()
+}
+
 /// Traffic of one MTTKRP call: `nnz` times the per-nonzero model, plus in the best case the
 /// compulsory traffic (8R bytes per row of every input factor, 8R per output row), plus
 /// 2 x 8R bytes per staged row in both cases.
@@ -104,6 +134,35 @@ mod tests {
             "{}",
             t.intensity_worst()
         );
+    }
+
+    #[test]
+    fn staged_rows_follow_shared_intervals() {
+        use crate::{BuildOptions, CooTensor};
+        // Mode 0 has 2 rows, each shared by both segments; mode 1's rows are all distinct.
+        let coo = CooTensor::new(
+            vec![2, 4],
+            vec![vec![0, 1, 0, 1], vec![0, 1, 2, 3]],
+            vec![1.0; 4],
+        )
+        .unwrap();
+        let one = AnyAlto::build(&coo, &BuildOptions::default()).unwrap().0;
+        assert_eq!(pull_staged_rows(&one, 0), 0, "one segment is exclusive");
+        let opts = BuildOptions {
+            partitions: 2,
+            ..Default::default()
+        };
+        let two = AnyAlto::build(&coo, &opts).unwrap().0;
+        let want: u64 = (0..2)
+            .filter_map(|p| two.interval(p, 0))
+            .map(|(lo, hi)| hi - lo + 1)
+            .sum();
+        let shared = two.interval(0, 0).unwrap().1 >= two.interval(1, 0).unwrap().0;
+        assert_eq!(pull_staged_rows(&two, 0), if shared { want } else { 0 });
+        let shape = CallShape::of(&two, 0, 8, true);
+        assert_eq!((shape.nnz, shape.index_bytes), (4, 4));
+        assert_eq!(shape.staged_rows, pull_staged_rows(&two, 0));
+        assert_eq!(CallShape::of(&two, 0, 8, false).staged_rows, 0);
     }
 
     #[test]

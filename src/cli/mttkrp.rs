@@ -6,12 +6,12 @@ use alto::counters::{CounterReport, CounterSet, Derived};
 use alto::dispatch::KernelChoice;
 use alto::model::{mttkrp_call_traffic, CallShape};
 use alto::mttkrp::{
-    compare_with_oracle, exclusive_intervals, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions,
-    Sync, SyncChoice, Workspace,
+    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice,
+    Workspace,
 };
 use alto::pool::PinReport;
 use alto::record::MeasurementRecord;
-use alto::{AnyAlto, Matrix};
+use alto::Matrix;
 use alto_kernels::DecodeKind;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -128,20 +128,6 @@ struct Report {
     check_passed: Option<bool>,
     /// One measurement record per mode.
     records: Vec<MeasurementRecord>,
-}
-
-/// Rows pull-based staging accumulates for `mode` (segments whose interval another shares).
-fn staged_rows(t: &AnyAlto, mode: usize) -> u64 {
-    let intervals: Vec<Option<(u64, u64)>> = (0..t.num_partitions())
-        .map(|p| t.interval(p, mode))
-        .collect();
-    let exclusive = exclusive_intervals(&intervals);
-    intervals
-        .iter()
-        .zip(exclusive)
-        .filter(|(_, excl)| !excl)
-        .filter_map(|(iv, _)| iv.map(|(lo, hi)| hi - lo + 1))
-        .sum()
 }
 
 fn parse_decode(s: &str) -> Result<Option<DecodeKind>> {
@@ -273,18 +259,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             None => (timed()?, None),
         };
         let counters = counts.map(|report| {
-            let shape = CallShape {
-                dims: t.dims(),
-                mode,
-                nnz: t.nnz() as u64,
-                rank,
-                index_bytes: t.width().bytes(),
-                staged_rows: if run.sync == Sync::Pull {
-                    staged_rows(t, mode)
-                } else {
-                    0
-                },
-            };
+            let shape = CallShape::of(t, mode, rank, run.sync == Sync::Pull);
             let model = mttkrp_call_traffic(&shape).times(a.iters as f64);
             ModeCounters {
                 calls: a.iters,
@@ -304,9 +279,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         record.nnz = t.nnz() as u64;
         record.mode = Some(mode);
         record.set_samples(&times);
-        let mut times = times;
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
+        let (min, median, max) = (record.min_s, record.median_s, record.max_s);
         let check = coo_for_check.as_ref().map(|coo| -> Result<CheckResult> {
             let want = mttkrp_oracle(coo, &factors, mode)?;
             let err = compare_with_oracle(coo, &factors, mode, &out, &want);
@@ -332,9 +305,9 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             kernel: run.kernel.to_string(),
             name: run.name.clone(),
             decode: run.decode,
-            min_s: times[0],
+            min_s: min,
             median_s: median,
-            max_s: times[times.len() - 1],
+            max_s: max,
             gflops: mttkrp_flops(t.order(), rank, t.nnz()) / median / 1e9,
             check,
             counters,
