@@ -11,19 +11,27 @@
 //! - [`mttkrp`]: the naive oracle, the strategy heuristic, the parallel driver;
 //! - [`dispatch`]: kernel and decoder selection (kernels live in `alto-kernels`);
 //! - [`cpd`]: CP-ALS decomposition on top of the MTTKRP driver;
-//! - [`matrix`]: dense factors and their `.npy` files.
+//! - [`matrix`]: dense factors and their `.npy` files;
+//! - [`topology`], [`pool`], [`affinity`]: the machine and the pinned worker pool;
+//! - [`counters`], [`model`]: perf-event counts of a region and the analytic traffic model;
+//! - [`record`]: the measurement record written beside every result.
 
+pub mod affinity;
 pub mod binfile;
 pub mod coo;
+pub mod counters;
 pub mod cpd;
 pub mod dispatch;
 pub mod error;
 pub mod format;
 pub mod gen;
 pub mod matrix;
+pub mod model;
 pub mod mttkrp;
 pub mod pool;
+pub mod record;
 pub mod tns;
+pub mod topology;
 
 pub use coo::CooTensor;
 pub use cpd::{cp_als, CpModel, CpdOptions};

@@ -428,8 +428,8 @@ fn cli_fits_a_planted_tensor_and_writes_npy() {
     assert!(v["final_fit"].as_f64().unwrap() >= 0.999, "{v}");
     assert_eq!(v["rank"], 4);
     assert_eq!(v["threads"], 2);
-    assert_eq!(v["pin"]["requested"], "compact");
-    assert_eq!(v["pin"]["applied"], false);
+    assert_eq!(v["pin"]["policy"], "compact");
+    assert_eq!(v["pin"]["threads"], 2);
     let iters = v["iterations"].as_array().unwrap();
     assert_eq!(iters.len() as u64, v["iters_run"].as_u64().unwrap());
     assert!(iters[0]["delta_fit"].is_null());
@@ -445,14 +445,23 @@ fn cli_fits_a_planted_tensor_and_writes_npy() {
         let f = Matrix::read_npy(&out.join(format!("factor{n}.npy"))).unwrap();
         assert_eq!((f.rows(), f.cols()), (d, 4));
     }
-    // The table form names the split and says pinning was not applied.
+    // The table form names the split and the pinning.
     let o = alto(&[
-        "cpd", tns, "--rank", "4", "--iters", "3", "--pin", "scatter",
+        "cpd",
+        tns,
+        "--rank",
+        "4",
+        "--iters",
+        "3",
+        "--threads",
+        "2",
+        "--pin",
+        "scatter",
     ]);
-    assert!(o.status.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("MTTKRP") && text.contains("rest"), "{text}");
-    assert!(text.contains("not applied"), "{text}");
+    assert!(text.contains("pinned scatter"), "{text}");
 }
 
 #[test]

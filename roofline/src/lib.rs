@@ -4,7 +4,6 @@
 
 pub mod cases;
 pub mod machine;
-pub mod model;
 pub mod plot;
 pub mod probe;
 pub mod profile;

@@ -4,6 +4,7 @@
 //! `cargo run --release --bin roofline` with no arguments does everything with defaults sized to
 //! finish within about 5 minutes on 2 cores.
 
+use alto::record::MeasurementRecord;
 use alto_roofline::cases::{model_cases, paper_cases, run_case, CaseResult, CaseSource, CaseSpec};
 use alto_roofline::machine::{probe, CacheSizes, ProbeResults};
 use alto_roofline::plot::draw_roofline;
@@ -44,6 +45,9 @@ struct Args {
     /// Cascade Lake 8280 profile.
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Thread pinning: none, compact, scatter or cores.
+    #[arg(long, default_value = "compact")]
+    pin: String,
     /// Output folder.
     #[arg(long, default_value = "reports/roofline")]
     out: PathBuf,
@@ -61,42 +65,35 @@ fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Data-cache sizes from sysfs (cpu0), with conservative defaults for missing levels.
-fn cache_sizes() -> CacheSizes {
-    let mut c = CacheSizes {
-        l1: 32 << 10,
-        l2: 1 << 20,
-        l3: 16 << 20,
-    };
-    for index in 0..8 {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{index}");
-        let read = |f: &str| {
-            std::fs::read_to_string(format!("{dir}/{f}"))
-                .ok()
-                .map(|s| s.trim().to_string())
-        };
-        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
-        else {
-            continue;
-        };
-        if kind == "Instruction" {
-            continue;
-        }
-        let bytes = match size.strip_suffix('K') {
-            Some(k) => k.parse::<u64>().ok().map(|k| k << 10),
-            None => size
-                .strip_suffix('M')
-                .and_then(|m| m.parse::<u64>().ok())
-                .map(|m| m << 20),
-        };
-        match (level.as_str(), bytes) {
-            ("1", Some(b)) => c.l1 = b,
-            ("2", Some(b)) => c.l2 = b,
-            ("3", Some(b)) => c.l3 = b,
-            _ => {}
-        }
+/// Data-cache sizes from the topology (hwloc, or sysfs without it), with conservative
+/// defaults for levels it does not report.
+fn cache_sizes(topo: Option<&alto::topology::Topology>) -> CacheSizes {
+    let level = |l: u32, default: u64| topo.and_then(|t| t.data_cache_bytes(l)).unwrap_or(default);
+    CacheSizes {
+        l1: level(1, 32 << 10),
+        l2: level(2, 1 << 20),
+        l3: level(3, 16 << 20),
     }
-    c
+}
+
+/// A measurement record for one measured case.
+fn case_record(p: &CaseResult, pin: &alto::pool::PinReport, reps: usize) -> MeasurementRecord {
+    let mut r = MeasurementRecord::new("roofline");
+    r.isa = p.kernel.split('_').nth(1).unwrap_or("").to_string();
+    r.kernel = p.kernel.clone();
+    r.threads = p.threads;
+    r.pin = pin.policy.to_string();
+    r.pin_backend = pin.backend.to_string();
+    r.rank = p.rank;
+    r.tensor = p.tensor.clone();
+    r.shape = p.dims.clone();
+    r.nnz = p.nnz;
+    r.mode = Some(p.mode);
+    r.repetitions = reps;
+    r.min_s = p.min_s;
+    r.median_s = p.median_s;
+    r.max_s = p.max_s;
+    r
 }
 
 fn print_table(title: &str, points: &[CaseResult]) {
@@ -164,9 +161,20 @@ fn run(a: Args) -> Result<()> {
         |what: &str| eprintln!("[{:>6.1} s] {what}", started.elapsed().as_secs_f64());
 
     // 1. Probe.
-    let single = alto::pool::build_pool(1)?;
-    let all = alto::pool::build_pool(threads)?;
-    let caches = cache_sizes();
+    let policy: alto::pool::PinPolicy = a.pin.parse()?;
+    let (single, _) = alto::pool::build_pinned_pool(1, policy)?;
+    let (all, pin) = alto::pool::build_pinned_pool(threads, policy)?;
+    if let Some(w) = pin.warning() {
+        eprintln!("warning: {w}");
+    }
+    let topo = match alto::topology::Topology::detect() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("warning: no topology ({e}); assuming typical cache sizes");
+            None
+        }
+    };
+    let caches = cache_sizes(topo.as_ref());
     progress(&format!(
         "probing ({threads} threads; caches L1 {} KiB, L2 {} KiB, L3 {} KiB)",
         caches.l1 >> 10,
@@ -225,6 +233,23 @@ fn run(a: Args) -> Result<()> {
     .map_err(anyhow::Error::msg)?;
     write(&dir.join("roofline_points.csv"), &points_csv(&points))?;
     write(&dir.join("roofline_ceilings.csv"), &ceilings_csv(&machine))?;
+    // The measurement record: one per case, and a summary beside the PNG.
+    let records: Vec<MeasurementRecord> = points
+        .iter()
+        .map(|p| case_record(p, &pin, a.reps))
+        .collect();
+    let records_csv = dir.join("roofline_records.csv");
+    let _ = std::fs::remove_file(&records_csv);
+    MeasurementRecord::append_csv(&records_csv, &records)?;
+    let mut summary = MeasurementRecord::new("roofline");
+    summary.isa = alto::dispatch::best_isa().name().to_string();
+    summary.threads = threads;
+    summary.pin = pin.policy.to_string();
+    summary.pin_backend = pin.backend.to_string();
+    summary.rank = a.rank;
+    summary.tensor = "paper Fig. 9 cases (see roofline_points.csv)".into();
+    summary.repetitions = a.reps;
+    summary.write_beside(&png)?;
 
     let stem = stated_path
         .file_stem()

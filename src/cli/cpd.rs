@@ -1,13 +1,14 @@
 //! `alto cpd`: CP-ALS with the fit and the MTTKRP / rest split of every iteration; writes
 //! `lambda.npy` and `factor{n}.npy` with `--out`.
 
-use super::{load, print_out, LoadArgs, Outcome};
+use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
 use alto::dispatch::KernelChoice;
 use alto::mttkrp::{MttkrpOptions, SyncChoice};
+use alto::pool::{PinPolicy, PinReport};
 use alto::AltoError;
 use anyhow::{anyhow, bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -32,12 +33,9 @@ pub struct CpdArgs {
     /// Seed of the random initial factors.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Worker threads (default: all available CPUs); the tensor is cut into as many segments.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Thread pinning policy (accepted and validated; not applied yet, see the report).
-    #[arg(long, value_enum, default_value_t = PinArg::None)]
-    pub pin: PinArg,
+    // --threads (the tensor is cut into as many segments) and --pin.
+    #[command(flatten)]
+    pub pool: PoolArgs,
     /// MTTKRP conflict resolution: auto, pull, atomic or flagged.
     #[arg(long, default_value = "auto")]
     pub sync: String,
@@ -54,36 +52,6 @@ pub struct CpdArgs {
     /// Print one JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `--pin` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PinArg {
-    None,
-    Compact,
-    Scatter,
-    Cores,
-}
-
-/// Whether the requested pinning took effect.
-#[derive(Serialize)]
-struct PinReport {
-    requested: PinArg,
-    applied: bool,
-}
-
-/// The one place `cpd` builds its pool, so a pinning policy can be wired here later. For now
-/// every policy other than `none` is accepted but not applied, and the report says so.
-fn build_pool(threads: usize, pin: PinArg) -> Result<(rayon::ThreadPool, PinReport)> {
-    let pool = alto::pool::build_pool(threads)?;
-    Ok((
-        pool,
-        PinReport {
-            requested: pin,
-            applied: false,
-        },
-    ))
 }
 
 #[derive(Serialize)]
@@ -153,8 +121,8 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
     kernel.resolve(a.rank).context("--kernel")?;
     let row_kernel = alto::cpd::rows::RowKernel::parse(&a.row_kernel, a.rank)
         .map_err(|e| anyhow!("--row-kernel: {e}"))?;
-    let threads = super::thread_count(a.threads)?;
-    let (pool, pin) = build_pool(threads, a.pin)?;
+    let threads = a.pool.threads()?;
+    let (pool, pin) = a.pool.build()?;
     let start = Instant::now();
     let loaded = load(&a.file, &a.load, threads, &pool)?;
     let load_seconds = start.elapsed().as_secs_f64();
@@ -265,15 +233,13 @@ fn render(r: &Report) -> String {
         r.tol,
         r.seed
     );
-    if r.pin.requested != PinArg::None {
+    if r.pin.policy != PinPolicy::None {
         let _ = writeln!(
             s,
-            "pinning: `{}` requested but not applied (pinning policies are not wired into \
-             this build)",
-            r.pin
-                .requested
-                .to_possible_value()
-                .map_or("?".into(), |v| v.get_name().to_string())
+            "pinned {} through {} (worker:cpus) {}",
+            r.pin.policy,
+            r.pin.backend,
+            r.pin.summary()
         );
     }
     let kernels: Vec<String> = r

@@ -1,6 +1,6 @@
 //! `alto gen`: synthetic tensors, deterministic for a seed.
 
-use super::{file_kind, thread_count, FileKind, Outcome};
+use super::{file_kind, FileKind, Outcome, PoolArgs};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::gen::{find_preset, PRESETS};
 use anyhow::{bail, Context, Result};
@@ -40,6 +40,9 @@ pub struct GenArgs {
     /// Output `.tns` or `.alto`.
     #[arg(short, long)]
     pub output: PathBuf,
+    // --threads (also the segment count of an `.alto` output) and --pin.
+    #[command(flatten)]
+    pub pool: PoolArgs,
 }
 
 pub fn run(a: GenArgs) -> Result<Outcome> {
@@ -83,8 +86,8 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
     match out_kind {
         FileKind::Tns => alto::tns::write_tns(&a.output, &coo)?,
         FileKind::Alto => {
-            let threads = thread_count(None)?;
-            let pool = alto::pool::build_pool(threads)?;
+            let threads = a.pool.threads()?;
+            let (pool, _) = a.pool.build()?;
             let opts = BuildOptions {
                 partitions: threads,
                 ..Default::default()

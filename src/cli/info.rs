@@ -1,6 +1,6 @@
 //! `alto info`: what the format makes of a tensor.
 
-use super::{load, print_out, thread_count, LoadArgs, Outcome};
+use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::format::fiber_reuse;
 use alto::mttkrp::choose_sync;
 use anyhow::Result;
@@ -15,9 +15,9 @@ pub struct InfoArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Threads (and segments) used to build.
-    #[arg(long)]
-    pub threads: Option<usize>,
+    // --threads (also the segment count) and --pin.
+    #[command(flatten)]
+    pub pool: PoolArgs,
     /// Print one JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -55,8 +55,8 @@ pub struct InfoReport {
 }
 
 pub fn run(a: InfoArgs) -> Result<Outcome> {
-    let threads = thread_count(a.threads)?;
-    let pool = alto::pool::build_pool(threads)?;
+    let threads = a.pool.threads()?;
+    let (pool, _) = a.pool.build()?;
     let l = load(&a.file, &a.load, threads, &pool)?;
     let t = &l.alto;
     let layout = t.layout();

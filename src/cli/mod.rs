@@ -4,8 +4,10 @@ mod cpd;
 mod gen;
 mod info;
 mod mttkrp;
+mod topo;
 
 use alto::format::{AnyAlto, BuildOptions, BuildTimes, SortAlgorithm};
+use alto::pool::{PinPolicy, PinReport};
 use alto::CooTensor;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -16,7 +18,7 @@ use std::time::Instant;
 #[command(
     name = "alto",
     version,
-    about = "ALTO sparse tensors: inspect, convert, generate, MTTKRP, CP-ALS"
+    about = "ALTO sparse tensors: inspect, convert, generate, MTTKRP, CP-ALS; the machine's topology"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,6 +35,9 @@ pub enum Command {
     Gen(gen::GenArgs),
     /// Time MTTKRP on every (or one) mode; `--check` compares with the oracle.
     Mttkrp(mttkrp::MttkrpArgs),
+    /// The machine: packages, NUMA nodes, cores, PUs, caches, and where each `--pin` policy
+    /// places workers.
+    Topo(topo::TopoArgs),
     /// CP-ALS decomposition: fit and MTTKRP / rest time per iteration; `--out` writes
     /// lambda.npy and factor{n}.npy.
     Cpd(cpd::CpdArgs),
@@ -49,6 +54,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Convert(a) => convert(a),
         Command::Gen(a) => gen::run(a),
         Command::Mttkrp(a) => mttkrp::run(a),
+        Command::Topo(a) => topo::run(a),
         Command::Cpd(a) => cpd::run(a),
     }
 }
@@ -164,6 +170,46 @@ pub fn thread_count(threads: Option<usize>) -> Result<usize> {
     }
 }
 
+/// `--threads` and `--pin`, shared by every command that computes.
+#[derive(Args, Debug, Clone)]
+pub struct PoolArgs {
+    /// Worker threads (default: every available CPU); also the number of segments a tensor is
+    /// built with, unless the command has `--partitions`.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Pin workers: none, compact (fill a core's hardware threads, then the next core),
+    /// scatter (spread over packages and NUMA nodes first) or cores (one worker per physical
+    /// core).
+    #[arg(long, value_name = "POLICY", default_value = "none", value_parser = parse_pin)]
+    pub pin: PinPolicy,
+}
+
+fn parse_pin(s: &str) -> std::result::Result<PinPolicy, String> {
+    PinPolicy::from_name(s)
+        .ok_or_else(|| format!("unknown pinning policy `{s}` (none, compact, scatter or cores)"))
+}
+
+impl PoolArgs {
+    /// `--threads`, else every available CPU.
+    pub fn threads(&self) -> Result<usize> {
+        thread_count(self.threads)
+    }
+
+    /// The pool for `--threads` / `--pin`, every worker started and bound.
+    pub fn build(&self) -> Result<(rayon::ThreadPool, PinReport)> {
+        build_pool(self.threads()?, self.pin)
+    }
+}
+
+/// A pool of `threads` workers pinned by `pin`; a binding problem is printed once, as a warning.
+pub fn build_pool(threads: usize, pin: PinPolicy) -> Result<(rayon::ThreadPool, PinReport)> {
+    let (pool, report) = alto::pool::build_pinned_pool(threads, pin)?;
+    if let Some(w) = report.warning() {
+        eprintln!("warning: {w}");
+    }
+    Ok((pool, report))
+}
+
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
     /// Input `.tns` or `.alto`.
@@ -175,11 +221,18 @@ pub struct ConvertArgs {
     /// Segments stored in the `.alto` file (default: available CPUs).
     #[arg(long)]
     pub partitions: Option<usize>,
+    // --threads (default: the smaller of the partition count and the available CPUs), --pin.
+    #[command(flatten)]
+    pub pool: PoolArgs,
 }
 
 fn convert(a: ConvertArgs) -> Result<Outcome> {
     let parts = thread_count(a.partitions)?;
-    let pool = alto::pool::build_pool(parts.min(thread_count(None)?))?;
+    let threads = match a.pool.threads {
+        Some(t) => thread_count(Some(t))?,
+        None => parts.min(thread_count(None)?),
+    };
+    let (pool, _) = build_pool(threads, a.pool.pin)?;
     let out_kind = file_kind(&a.output)?;
     let loaded = load(&a.input, &a.load, parts, &pool)?;
     match out_kind {

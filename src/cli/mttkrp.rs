@@ -1,10 +1,16 @@
-//! `alto mttkrp`: one warm-up then K timed calls per mode; `--check` against the oracle.
+//! `alto mttkrp`: one warm-up then K timed calls per mode; `--check` against the oracle;
+//! `--counters` counts events over exactly the timed calls of each mode.
 
-use super::{load, print_out, thread_count, LoadArgs, Outcome};
+use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
+use alto::counters::{CounterReport, CounterSet, Derived};
 use alto::dispatch::KernelChoice;
+use alto::model::{mttkrp_call_traffic, CallShape};
 use alto::mttkrp::{
-    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, SyncChoice, Workspace,
+    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice,
+    Workspace,
 };
+use alto::pool::PinReport;
+use alto::record::MeasurementRecord;
 use alto::Matrix;
 use alto_kernels::DecodeKind;
 use anyhow::{bail, Context, Result};
@@ -25,9 +31,9 @@ pub struct MttkrpArgs {
     pub mode: String,
     #[arg(long, default_value_t = 16)]
     pub rank: usize,
-    /// Worker threads (default: all available CPUs); the tensor is cut into as many segments.
-    #[arg(long)]
-    pub threads: Option<usize>,
+    // --threads (the tensor is cut into as many segments) and --pin.
+    #[command(flatten)]
+    pub pool: PoolArgs,
     /// Timed calls per mode (after one warm-up call).
     #[arg(long, default_value_t = 10)]
     pub iters: usize,
@@ -55,6 +61,15 @@ pub struct MttkrpArgs {
     /// Compare every computed mode with the naive oracle; exit 1 on a mismatch.
     #[arg(long)]
     pub check: bool,
+    /// Count hardware and software events over each mode's timed calls (perf_event), with
+    /// derived GFLOP/s, IPC, bytes and operational intensity (modelled where counters are
+    /// unavailable).
+    #[arg(long)]
+    pub counters: bool,
+    /// Write one measurement record per mode: `.csv` appends rows, anything else is a JSON
+    /// array. (`--out DIR` also writes each result's record beside it.)
+    #[arg(long)]
+    pub record: Option<PathBuf>,
     /// Print one JSON document instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -73,6 +88,18 @@ struct ModeResult {
     max_s: f64,
     gflops: f64,
     check: Option<CheckResult>,
+    /// With `--counters`: events over the timed calls, and derived metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<ModeCounters>,
+}
+
+#[derive(Serialize)]
+struct ModeCounters {
+    /// Timed calls the region covered.
+    calls: usize,
+    #[serde(flatten)]
+    report: CounterReport,
+    derived: Derived,
 }
 
 #[derive(Serialize)]
@@ -92,12 +119,15 @@ struct Report {
     total_bits: u32,
     rank: usize,
     threads: usize,
+    pin: PinReport,
     iters: usize,
     build_seconds: Option<alto::format::BuildTimes>,
     workspace_bytes: usize,
     modes: Vec<ModeResult>,
     total_median_s: f64,
     check_passed: Option<bool>,
+    /// One measurement record per mode.
+    records: Vec<MeasurementRecord>,
 }
 
 fn parse_decode(s: &str) -> Result<Option<DecodeKind>> {
@@ -147,8 +177,8 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
     let kernel = KernelChoice::parse(&a.kernel).context("--kernel")?;
     kernel.resolve(a.rank).context("--kernel")?;
     let decode = parse_decode(&a.decode)?;
-    let threads = thread_count(a.threads)?;
-    let pool = alto::pool::build_pool(threads)?;
+    let threads = a.pool.threads()?;
+    let (pool, pin) = a.pool.build()?;
     let loaded = load(&a.file, &a.load, threads, &pool)?;
     let t = &loaded.alto;
     let modes: Vec<usize> = if a.mode == "all" {
@@ -200,19 +230,56 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         min_fiber_reuse: None,
     };
     let mut ws = Workspace::new(t, rank);
+    let mut counter_set = a.counters.then(|| CounterSet::open_default(&pool));
+    let tensor_name = a.file.file_stem().map_or_else(
+        || a.file.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
     let mut results = Vec::new();
+    let mut records = Vec::new();
     let mut all_passed = true;
     for &mode in &modes {
         let mut out = Matrix::zeros(t.dims()[mode] as usize, rank);
         let run = mttkrp(t, &factors, mode, &mut out, &opts, &mut ws, &pool)?; // warm-up
-        let mut times = Vec::with_capacity(a.iters);
-        for _ in 0..a.iters {
-            let start = Instant::now();
-            mttkrp(t, &factors, mode, &mut out, &opts, &mut ws, &pool)?;
-            times.push(start.elapsed().as_secs_f64());
-        }
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
+        let mut timed = || -> Result<Vec<f64>> {
+            let mut times = Vec::with_capacity(a.iters);
+            for _ in 0..a.iters {
+                let start = Instant::now();
+                mttkrp(t, &factors, mode, &mut out, &opts, &mut ws, &pool)?;
+                times.push(start.elapsed().as_secs_f64());
+            }
+            Ok(times)
+        };
+        // The counters cover exactly the timed calls.
+        let (times, counts) = match counter_set.as_mut() {
+            Some(set) => {
+                let (times, report) = set.measure(&mut timed);
+                (times?, Some(report))
+            }
+            None => (timed()?, None),
+        };
+        let counters = counts.map(|report| {
+            let shape = CallShape::of(t, mode, rank, run.sync == Sync::Pull);
+            let model = mttkrp_call_traffic(&shape).times(a.iters as f64);
+            ModeCounters {
+                calls: a.iters,
+                derived: report.derive(Some(&model)),
+                report,
+            }
+        });
+        let mut record = MeasurementRecord::new("alto mttkrp");
+        record.isa = run.kernel.isa.name().to_string();
+        record.kernel = run.name.clone();
+        record.threads = threads;
+        record.pin = pin.policy.to_string();
+        record.pin_backend = pin.backend.to_string();
+        record.rank = rank;
+        record.tensor = tensor_name.clone();
+        record.shape = t.dims().to_vec();
+        record.nnz = t.nnz() as u64;
+        record.mode = Some(mode);
+        record.set_samples(&times);
+        let (min, median, max) = (record.min_s, record.median_s, record.max_s);
         let check = coo_for_check.as_ref().map(|coo| -> Result<CheckResult> {
             let want = mttkrp_oracle(coo, &factors, mode)?;
             let err = compare_with_oracle(coo, &factors, mode, &out, &want);
@@ -226,8 +293,11 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             all_passed &= c.passed;
         }
         if let Some(dir) = &a.out {
-            out.write_npy(&dir.join(format!("mttkrp{mode}.npy")))?;
+            let path = dir.join(format!("mttkrp{mode}.npy"));
+            out.write_npy(&path)?;
+            record.write_beside(&path)?;
         }
+        records.push(record);
         results.push(ModeResult {
             mode,
             fiber_reuse: t.fiber_reuse(mode),
@@ -235,11 +305,12 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             kernel: run.kernel.to_string(),
             name: run.name.clone(),
             decode: run.decode,
-            min_s: times[0],
+            min_s: min,
             median_s: median,
-            max_s: times[times.len() - 1],
+            max_s: max,
             gflops: mttkrp_flops(t.order(), rank, t.nnz()) / median / 1e9,
             check,
+            counters,
         });
     }
     let report = Report {
@@ -251,13 +322,22 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         total_bits: t.layout().total_bits(),
         rank,
         threads,
+        pin,
         iters: a.iters,
         build_seconds: loaded.build,
         workspace_bytes: ws.bytes(),
         total_median_s: results.iter().map(|r| r.median_s).sum(),
         check_passed: a.check.then_some(all_passed),
         modes: results,
+        records,
     };
+    if let Some(path) = &a.record {
+        if path.extension().is_some_and(|e| e == "csv") {
+            MeasurementRecord::append_csv(path, &report.records)?;
+        } else {
+            alto::record::write_json(path, &report.records)?;
+        }
+    }
     if a.json {
         print_out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
@@ -288,6 +368,15 @@ fn render(r: &Report) -> String {
     if let Some(b) = &r.build_seconds {
         let _ = writeln!(s, "build {:.3} s (sort {:.3} s)", b.total, b.sort);
     }
+    if r.pin.policy != alto::pool::PinPolicy::None {
+        let _ = writeln!(
+            s,
+            "pinned {} through {} (worker:cpus) {}",
+            r.pin.policy,
+            r.pin.backend,
+            r.pin.summary()
+        );
+    }
     let _ = writeln!(
         s,
         "\nmode  reuse      kernel                decode  min ms     median ms  GFLOP/s  check"
@@ -316,5 +405,17 @@ fn render(r: &Report) -> String {
         "all modes: {:.3} ms (sum of medians)",
         r.total_median_s * 1e3
     );
+    for m in &r.modes {
+        let Some(c) = &m.counters else { continue };
+        let _ = writeln!(
+            s,
+            "\ncounters, mode {} ({} timed calls, {} workers, {:.3} ms):",
+            m.mode,
+            c.calls,
+            c.report.threads,
+            c.report.wall_s * 1e3
+        );
+        s.push_str(&c.report.render(&c.derived, "  "));
+    }
     s
 }

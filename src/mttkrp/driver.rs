@@ -31,7 +31,10 @@ pub struct MttkrpRun {
     pub sync: Sync,
     #[serde(serialize_with = "ser_display")]
     pub kernel: KernelId,
+    /// The decoder's name (`pext` or `runs`).
     pub decode: &'static str,
+    #[serde(skip)]
+    pub decode_kind: DecodeKind,
     /// `{sync}_{kernel}`, e.g. `pull_scalar_r16`.
     pub name: String,
 }
@@ -110,11 +113,12 @@ pub fn plan<I: HwBits>(
         Some(d) => d,
         None => default_decode()?,
     };
-    let decode = t.decoder(decode).kind().name();
+    let decode_kind = t.decoder(decode).kind(); // Pext falls back to Runs without BMI2
     Ok(MttkrpRun {
         sync,
         kernel,
-        decode,
+        decode: decode_kind.name(),
+        decode_kind,
         name: format!("{sync}_{kernel}"),
     })
 }
@@ -139,11 +143,7 @@ pub fn mttkrp_alto<I: HwBits>(
         )));
     }
     let run = plan(t, mode, rank, opts)?;
-    let decoder = t.decoder(if run.decode == "pext" {
-        DecodeKind::Pext
-    } else {
-        DecodeKind::Runs
-    });
+    let decoder = t.decoder(run.decode_kind);
     let factor_slices: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
     let boundary_mask = match (run.sync, t.flag_bit(mode)) {
         (Sync::Flagged, Some(bit)) => I::from_u128(1u128 << bit),

@@ -88,21 +88,23 @@ pub fn resolve_sync(
 /// For each segment's closed interval (None = empty segment): true when no other segment's
 /// interval overlaps it, so the segment may write the output rows directly without staging.
 pub fn exclusive_intervals(intervals: &[Option<(u64, u64)>]) -> Vec<bool> {
-    let mut order: Vec<usize> = (0..intervals.len())
-        .filter(|&p| intervals[p].is_some())
+    let mut order: Vec<(u64, u64, usize)> = intervals
+        .iter()
+        .enumerate()
+        .filter_map(|(p, iv)| iv.map(|(lo, hi)| (lo, hi, p)))
         .collect();
-    order.sort_by_key(|&p| intervals[p].map(|iv| iv.0));
+    order.sort_unstable();
     let mut exclusive = vec![false; intervals.len()];
-    for (k, &p) in order.iter().enumerate() {
-        let (lo, hi) = intervals[p].expect("filtered");
-        let prev_overlaps = k > 0
-            && order[..k]
-                .iter()
-                .any(|&q| intervals[q].expect("filtered").1 >= lo);
+    // Sorted by start: an interval is exclusive when it starts after every earlier one ends
+    // and ends before the next one starts.
+    let mut reach_before: Option<u64> = None;
+    for (k, &(lo, hi, p)) in order.iter().enumerate() {
+        let prev_overlaps = reach_before.is_some_and(|r| r >= lo);
         let next_overlaps = order
             .get(k + 1)
-            .is_some_and(|&q| intervals[q].expect("filtered").0 <= hi);
+            .is_some_and(|&(next_lo, _, _)| next_lo <= hi);
         exclusive[p] = !prev_overlaps && !next_overlaps;
+        reach_before = Some(reach_before.map_or(hi, |r| r.max(hi)));
     }
     exclusive
 }
