@@ -1,16 +1,23 @@
 //! Kernel selection, resolved once: the best ISA this CPU has (or the one `ALTO_ISA` forces),
 //! the rank specialization for the requested rank, and the decoder rule.
+//!
+//! ISAs, best first: `avx512` (AVX-512F), `avx2` (AVX2 + FMA + BMI2), `pulp` (the `pulp` crate's
+//! portable SIMD, which itself dispatches to AVX-512, AVX2 or scalar) and `scalar` (always
+//! available). `pulp` and `scalar` are never picked over an available explicit kernel; they stay
+//! callable by name for comparisons.
 
 use crate::error::{AltoError, Result};
 use alto_kernels::{default_decode_kind, CpuIdentity, DecodeKind, Isa, KernelId};
 use std::sync::OnceLock;
 
-/// Environment variable that forces an ISA (`scalar`, ...).
+/// Environment variable that forces an ISA: `avx512`, `avx2`, `pulp` or `scalar`. An unknown
+/// name, or an ISA this CPU lacks, is an error (never a silent fallback).
 pub const ISA_ENV: &str = "ALTO_ISA";
 /// Environment variable that forces the decoder (`pext` or `runs`).
 pub const DECODE_ENV: &str = "ALTO_DECODE";
 
-/// The best ISA available on this CPU, best first.
+/// The best ISA available on this CPU: the last available entry of [`Isa::ALL`], which is
+/// ordered worst to best (avx512 > avx2 > pulp > scalar).
 pub fn best_isa() -> Isa {
     Isa::ALL
         .into_iter()
@@ -66,8 +73,9 @@ pub fn default_decode() -> Result<DecodeKind> {
     .map_err(AltoError::InvalidArgument)
 }
 
-/// A kernel named on the command line: `auto`, an ISA (`scalar`: best rank variant), or a full
-/// kernel name (`scalar_r16`, `scalar_rdyn`).
+/// A kernel named on the command line: `auto`, an ISA (`avx2`: its best rank variant for the
+/// rank), or a full kernel name (`avx512_r16`, `avx2_rdyn`, `pulp_r16`, `scalar_rdyn`; a strategy
+/// prefix such as `pull_` is accepted and ignored).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum KernelChoice {
     #[default]

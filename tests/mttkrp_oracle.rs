@@ -66,18 +66,24 @@ fn random_tensor(dims: &[u64], nnz: usize, rng: &mut impl Rng) -> CooTensor {
     CooTensor::new(dims.to_vec(), inds, vals).unwrap()
 }
 
-fn kernels_for(rank: usize) -> Vec<KernelChoice> {
-    let mut v = vec![KernelChoice::Auto];
+/// `auto` plus one explicit kernel, cycling with `turn` through every available ISA x {runtime
+/// rank, rank-specialized}: the kernels crate checks each kernel against its oracle on every
+/// sink, so here a rotation covers every kernel on every axis at a fraction of the runs.
+fn kernels_for(rank: usize, turn: usize) -> Vec<KernelChoice> {
+    let mut all = Vec::new();
     for isa in Isa::ALL.into_iter().filter(|i| i.available()) {
-        v.push(KernelChoice::Named(KernelId {
+        all.push(KernelId {
             isa,
             rank: RankSpec::Dynamic,
-        }));
+        });
         if let RankSpec::Fixed(_) = RankSpec::best_for(rank) {
-            v.push(KernelChoice::Named(KernelId::best(isa, rank)));
+            all.push(KernelId::best(isa, rank));
         }
     }
-    v
+    vec![
+        KernelChoice::Auto,
+        KernelChoice::Named(all[turn % all.len()]),
+    ]
 }
 
 fn decoders() -> Vec<DecodeKind> {
@@ -92,6 +98,7 @@ fn decoders() -> Vec<DecodeKind> {
 
 fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut impl Rng) -> usize {
     let mut runs = 0;
+    let mut turn = rng.random_range(0..64usize);
     for &t in threads {
         let pool = build_pool(t).unwrap();
         // Partitions = threads, and sometimes many more than nonzeros.
@@ -127,13 +134,15 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
                     SyncChoice::Force(Sync::Atomic),
                     SyncChoice::Force(Sync::Flagged),
                 ] {
-                    for kernel in kernels_for(rank) {
-                        for decode in decoders() {
+                    for decode in decoders() {
+                        turn += 1;
+                        for kernel in kernels_for(rank, turn) {
                             let opts = MttkrpOptions {
                                 sync,
                                 kernel,
                                 decode: Some(decode),
                                 min_fiber_reuse: None,
+                                prefetch: Some((turn % 3) * 4),
                             };
                             let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
                             got.as_mut_slice().fill(f64::NAN); // the driver must zero it

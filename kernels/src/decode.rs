@@ -96,12 +96,58 @@ mod hw {
 
 /// Decodes every mode's coordinate from an index word.
 pub trait Decode<I: AltoIndex>: Sync {
+    /// One mode's decoder: a small `Copy` value the kernels keep in registers for a segment.
+    type Mode<'a>: ModeDecode<I>
+    where
+        Self: 'a;
     /// Number of modes.
     fn order(&self) -> usize;
     /// The coordinate of `mode` stored in `idx`.
     fn coord(&self, idx: I, mode: usize) -> u64;
+    /// The decoder of one mode (`mode < order()`).
+    fn mode(&self, mode: usize) -> Self::Mode<'_>;
     /// Name used in kernel names and reports (`pext`, `runs`).
     fn name(&self) -> &'static str;
+}
+
+/// Decodes one mode's coordinate.
+pub trait ModeDecode<I>: Copy {
+    fn coord(self, idx: I) -> u64;
+}
+
+/// One mode of a [`PextDecoder`]: its mask, the popcount of the mask's low 64 bits (for
+/// `u128`), and the BMI2 token that makes `pext` sound.
+#[derive(Clone, Copy, Debug)]
+pub struct PextMode<I> {
+    mask: I,
+    lo_bits: u32,
+    _token: Bmi2,
+}
+
+impl<I: HwBits> ModeDecode<I> for PextMode<I> {
+    #[inline(always)]
+    fn coord(self, idx: I) -> u64 {
+        // SAFETY: `_token` proves BMI2 is present.
+        unsafe { idx.pext_hw(self.mask, self.lo_bits) }
+    }
+}
+
+/// One mode of a [`RunsDecoder`]: its bit runs as (source shift, destination shift, field).
+#[derive(Clone, Copy, Debug)]
+pub struct RunsMode<'a, I> {
+    runs: &'a [(u32, u32, I)],
+}
+
+impl<I: AltoIndex> ModeDecode<I> for RunsMode<'_, I> {
+    #[inline(always)]
+    fn coord(self, idx: I) -> u64 {
+        let mut c = 0u64;
+        for &(src, dst, field) in self.runs {
+            // Shifts in the word's own width: no 128-bit arithmetic for u32/u64 indices.
+            c |= idx.shr(src).and(field).low_u64() << dst;
+        }
+        c
+    }
 }
 
 /// BMI2 decoder: `pext` with each mode's mask.
@@ -134,14 +180,22 @@ impl<I: HwBits> PextDecoder<I> {
 }
 
 impl<I: HwBits> Decode<I> for PextDecoder<I> {
+    type Mode<'a> = PextMode<I>;
     #[inline(always)]
     fn order(&self) -> usize {
         self.masks.len()
     }
     #[inline(always)]
     fn coord(&self, idx: I, mode: usize) -> u64 {
-        // SAFETY: `_token` proves BMI2 is present.
-        unsafe { idx.pext_hw(self.masks[mode], self.lo_bits[mode]) }
+        self.mode(mode).coord(idx)
+    }
+    #[inline(always)]
+    fn mode(&self, mode: usize) -> PextMode<I> {
+        PextMode {
+            mask: self.masks[mode],
+            lo_bits: self.lo_bits[mode],
+            _token: self._token,
+        }
     }
     fn name(&self) -> &'static str {
         "pext"
@@ -176,18 +230,20 @@ impl<I: AltoIndex> RunsDecoder<I> {
 }
 
 impl<I: AltoIndex> Decode<I> for RunsDecoder<I> {
+    type Mode<'a> = RunsMode<'a, I>;
     #[inline(always)]
     fn order(&self) -> usize {
         self.starts.len() - 1
     }
     #[inline(always)]
     fn coord(&self, idx: I, mode: usize) -> u64 {
-        let mut c = 0u64;
-        for &(src, dst, field) in &self.runs[self.starts[mode]..self.starts[mode + 1]] {
-            let bits = I::from_u128(idx.to_u128() >> src).and(field);
-            c |= (bits.to_u128() as u64) << dst;
+        self.mode(mode).coord(idx)
+    }
+    #[inline(always)]
+    fn mode(&self, mode: usize) -> RunsMode<'_, I> {
+        RunsMode {
+            runs: &self.runs[self.starts[mode]..self.starts[mode + 1]],
         }
-        c
     }
     fn name(&self) -> &'static str {
         "runs"

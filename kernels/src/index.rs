@@ -31,6 +31,10 @@ pub trait AltoIndex:
     fn intersects(self, mask: Self) -> bool;
     /// Number of bits of `self` (used as a radix-sort key): `(self >> shift) & 0xff..`.
     fn digit(self, shift: u32, digit_mask: u32) -> usize;
+    /// `self >> n` in the word's own width (`n < BITS`).
+    fn shr(self, n: u32) -> Self;
+    /// The low 64 bits.
+    fn low_u64(self) -> u64;
 
     /// Portable parallel bit extract: gathers the bits of `self` selected by `mask` into the low
     /// bits of the result, in order.
@@ -83,6 +87,14 @@ macro_rules! impl_alto_index {
             #[inline(always)]
             fn digit(self, shift: u32, digit_mask: u32) -> usize {
                 ((self >> shift) as u32 & digit_mask) as usize
+            }
+            #[inline(always)]
+            fn shr(self, n: u32) -> Self {
+                self >> n
+            }
+            #[inline(always)]
+            fn low_u64(self) -> u64 {
+                self as u64
             }
         }
     };

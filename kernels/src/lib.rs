@@ -3,19 +3,25 @@
 //! - [`index`]: the linearized index word (`u32`/`u64`/`u128`) and portable bit deposit/extract;
 //! - [`decode`]: de-linearization, BMI2 `pext` or shift-and-mask over mask bit runs;
 //! - [`sink`]: conflict-resolution targets (plain, atomic, flag-guided);
-//! - [`mttkrp`]: the segment kernel, its named variants and their dispatch.
+//! - [`isa`]: capability tokens (holding one proves the CPU has the instructions);
+//! - [`mttkrp`]: the segment kernels (scalar, `pulp`, AVX2, AVX-512), their named variants and
+//!   their dispatch.
 //!
 //! Everything takes plain slices; the `alto` crate owns tensors, threads and strategy choice.
 
 pub mod decode;
 pub mod index;
+pub mod isa;
 pub mod mttkrp;
 pub mod sink;
 
-pub use decode::{Bmi2, Decode, HwBits, PextDecoder, RunsDecoder, MAX_ORDER};
+pub use decode::{
+    Bmi2, Decode, HwBits, ModeDecode, PextDecoder, PextMode, RunsDecoder, RunsMode, MAX_ORDER,
+};
 pub use index::AltoIndex;
+pub use isa::{Avx2Fma, Avx512};
 pub use mttkrp::{
     default_decode_kind, run_segment, AnyDecoder, CpuIdentity, DecodeKind, Isa, KernelError,
-    KernelId, RankSpec, SegmentInput,
+    KernelId, RankSpec, SegmentInput, DEFAULT_PREFETCH, SPECIALIZED_RANKS,
 };
-pub use sink::{as_atomic, AtomicRows, FlaggedRows, PlainRows, RowSink};
+pub use sink::{as_atomic, AtomicRows, FlaggedRows, PlainRows, RowSink, RowWindow};

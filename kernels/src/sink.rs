@@ -18,6 +18,71 @@ pub trait RowSink {
     /// The row as a plain mutable slice when this update needs no atomics (SIMD kernels add
     /// into it directly); `None` means the caller must use [`RowSink::add`].
     fn plain_row(&mut self, row: u64, boundary: bool) -> Option<&mut [f64]>;
+
+    /// The rows a kernel may update with plain loads and stores, for the nonzeros that
+    /// [`RowSink::is_plain`] accepts, for as long as it holds the sink mutably. The explicit SIMD
+    /// kernels take it once per segment and compute row addresses themselves (the rank is a
+    /// compile-time constant there). Default: no rows.
+    #[inline]
+    fn window(&mut self) -> RowWindow {
+        RowWindow::EMPTY
+    }
+
+    /// Whether a nonzero with helper flag `boundary` may be updated through
+    /// [`RowSink::window`] (else through [`RowSink::add`]). Default: never.
+    #[inline(always)]
+    fn is_plain(&self, boundary: bool) -> bool {
+        let _ = boundary;
+        false
+    }
+}
+
+/// Rows `first .. first + rows` of a row-major matrix of `rank` columns, writable with plain
+/// stores by the kernel that holds the sink which returned it (see [`RowSink::window`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RowWindow {
+    ptr: *mut f64,
+    first: u64,
+    rows: u64,
+    rank: usize,
+}
+
+impl RowWindow {
+    /// No rows.
+    pub const EMPTY: RowWindow = RowWindow {
+        ptr: core::ptr::null_mut(),
+        first: 0,
+        rows: 0,
+        rank: 0,
+    };
+
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `rows * rank` doubles (row `first` first)
+    /// while the sink that returns this window stays mutably borrowed, including across that
+    /// sink's [`RowSink::add`] calls; and no other thread may access a row that a nonzero
+    /// accepted by the sink's [`RowSink::is_plain`] targets during that time.
+    #[inline]
+    pub unsafe fn new(ptr: *mut f64, first: u64, rows: u64, rank: usize) -> Self {
+        RowWindow {
+            ptr,
+            first,
+            rows,
+            rank,
+        }
+    }
+
+    #[inline]
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The start of row `row`, when the window holds it; `rank` must be the window's rank.
+    #[inline(always)]
+    pub fn row_ptr(&self, row: u64, rank: usize) -> Option<*mut f64> {
+        debug_assert_eq!(rank, self.rank);
+        let i = row.wrapping_sub(self.first);
+        (i < self.rows).then(|| self.ptr.wrapping_add(i as usize * rank))
+    }
 }
 
 /// Rows `first_row ..` of a row-major matrix of `rank` columns, owned exclusively.
@@ -25,15 +90,30 @@ pub struct PlainRows<'a> {
     data: &'a mut [f64],
     first_row: u64,
     rank: usize,
+    /// Whole rows in `data`.
+    rows: u64,
 }
 
 impl<'a> PlainRows<'a> {
     pub fn new(data: &'a mut [f64], first_row: u64, rank: usize) -> Self {
+        let rows = data.len().checked_div(rank).unwrap_or(0) as u64;
         PlainRows {
             data,
             first_row,
             rank,
+            rows,
         }
+    }
+
+    /// Panics like slice indexing when `row` is not one of these rows.
+    #[cold]
+    #[inline(never)]
+    fn row_out_of_range(&self, row: u64) -> ! {
+        panic!(
+            "row {row} is outside rows {}..{}",
+            self.first_row,
+            self.first_row + self.rows
+        )
     }
 }
 
@@ -49,8 +129,26 @@ impl RowSink for PlainRows<'_> {
 
     #[inline(always)]
     fn plain_row(&mut self, row: u64, _boundary: bool) -> Option<&mut [f64]> {
-        let start = (row - self.first_row) as usize * self.rank;
-        Some(&mut self.data[start..start + self.rank])
+        // One comparison instead of slice indexing's two: the kernels call this per nonzero.
+        let i = row.wrapping_sub(self.first_row);
+        if i >= self.rows {
+            self.row_out_of_range(row);
+        }
+        let start = i as usize * self.rank;
+        // SAFETY: `i < rows = data.len() / rank`, so `start + rank <= data.len()`.
+        Some(unsafe { self.data.get_unchecked_mut(start..start + self.rank) })
+    }
+
+    #[inline]
+    fn window(&mut self) -> RowWindow {
+        // SAFETY: `data` is borrowed uniquely by this sink and holds `rows * rank` doubles; the
+        // pointer stays valid while the sink is borrowed (`add` only reborrows the same slice).
+        unsafe { RowWindow::new(self.data.as_mut_ptr(), self.first_row, self.rows, self.rank) }
+    }
+
+    #[inline(always)]
+    fn is_plain(&self, _boundary: bool) -> bool {
+        true
     }
 }
 
@@ -146,5 +244,21 @@ impl RowSink for FlaggedRows<'_> {
         // happen concurrently; `&mut self` keeps the returned slice unique within the segment.
         // AtomicU64 permits non-atomic access through `as_ptr` when there is no data race.
         Some(unsafe { core::slice::from_raw_parts_mut(cells.as_ptr() as *mut f64, self.rank) })
+    }
+
+    #[inline]
+    fn window(&mut self) -> RowWindow {
+        let rows = self.data.len().checked_div(self.rank).unwrap_or(0) as u64;
+        // SAFETY: the cells live as long as the sink's borrow; internal (unflagged) rows are
+        // updated only by the segment that owns this sink (the contract of `new`), and
+        // `is_plain` admits only those; boundary rows keep going through atomics in `add`.
+        // The pointer comes from a shared borrow of atomics (interior mutability), which
+        // `add`'s shared accesses do not invalidate.
+        unsafe { RowWindow::new(self.data.as_ptr() as *mut f64, 0, rows, self.rank) }
+    }
+
+    #[inline(always)]
+    fn is_plain(&self, boundary: bool) -> bool {
+        !boundary
     }
 }

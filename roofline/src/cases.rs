@@ -3,10 +3,10 @@
 
 use crate::plot::PlotPoint;
 use crate::profile::{MachineProfile, ProfileCase};
+use alto::counters::{CounterSet, Quantity};
 use alto::dispatch::{best_isa, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions, Layout};
 use alto::gen::{find_preset, preset};
-use alto::counters::{CounterSet, Quantity};
 use alto::model::{mttkrp_call_traffic, CallShape};
 use alto::mttkrp::{mttkrp, mttkrp_flops, MttkrpOptions, Sync, Workspace};
 use alto::{CooTensor, Matrix};

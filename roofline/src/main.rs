@@ -4,12 +4,12 @@
 //! `cargo run --release --bin roofline` with no arguments does everything with defaults sized to
 //! finish within about 5 minutes on 2 cores.
 
+use alto::record::MeasurementRecord;
 use alto_roofline::cases::{model_cases, paper_cases, run_case, CaseResult, CaseSource, CaseSpec};
 use alto_roofline::machine::{probe, CacheSizes, ProbeResults};
 use alto_roofline::plot::draw_roofline;
 use alto_roofline::profile::MachineProfile;
 use alto_roofline::report::{ceilings_csv, points_csv, write};
-use alto::record::MeasurementRecord;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -69,7 +69,11 @@ fn host_name() -> String {
 /// defaults for levels it does not report.
 fn cache_sizes(topo: Option<&alto::topology::Topology>) -> CacheSizes {
     let level = |l: u32, default: u64| topo.and_then(|t| t.data_cache_bytes(l)).unwrap_or(default);
-    CacheSizes { l1: level(1, 32 << 10), l2: level(2, 1 << 20), l3: level(3, 16 << 20) }
+    CacheSizes {
+        l1: level(1, 32 << 10),
+        l2: level(2, 1 << 20),
+        l3: level(3, 16 << 20),
+    }
 }
 
 /// A measurement record for one measured case.
@@ -230,7 +234,10 @@ fn run(a: Args) -> Result<()> {
     write(&dir.join("roofline_points.csv"), &points_csv(&points))?;
     write(&dir.join("roofline_ceilings.csv"), &ceilings_csv(&machine))?;
     // The measurement record: one per case, and a summary beside the PNG.
-    let records: Vec<MeasurementRecord> = points.iter().map(|p| case_record(p, &pin, a.reps)).collect();
+    let records: Vec<MeasurementRecord> = points
+        .iter()
+        .map(|p| case_record(p, &pin, a.reps))
+        .collect();
     let records_csv = dir.join("roofline_records.csv");
     let _ = std::fs::remove_file(&records_csv);
     MeasurementRecord::append_csv(&records_csv, &records)?;

@@ -10,7 +10,7 @@ use crate::matrix::Matrix;
 use crate::with_alto;
 use alto_kernels::{
     as_atomic, run_segment, AtomicRows, DecodeKind, FlaggedRows, HwBits, KernelId, PlainRows,
-    SegmentInput,
+    SegmentInput, DEFAULT_PREFETCH,
 };
 use rayon::prelude::*;
 
@@ -23,6 +23,9 @@ pub struct MttkrpOptions {
     pub decode: Option<DecodeKind>,
     /// Fiber-reuse threshold of the heuristic; `None`: the tensor's build threshold.
     pub min_fiber_reuse: Option<u64>,
+    /// Software-prefetch distance in nonzeros (0 = off); `None`: the kernels' measured
+    /// default, [`alto_kernels::DEFAULT_PREFETCH`].
+    pub prefetch: Option<usize>,
 }
 
 /// What ran.
@@ -149,6 +152,7 @@ pub fn mttkrp_alto<I: HwBits>(
         (Sync::Flagged, Some(bit)) => I::from_u128(1u128 << bit),
         _ => I::ZERO,
     };
+    let prefetch = opts.prefetch.unwrap_or(DEFAULT_PREFETCH);
     let input_of = |p: usize| {
         let range = t.partition_range(p);
         SegmentInput {
@@ -158,6 +162,7 @@ pub fn mttkrp_alto<I: HwBits>(
             target: mode,
             rank,
             boundary_mask,
+            prefetch,
         }
     };
     let kernel = run.kernel;

@@ -1,0 +1,371 @@
+//! The explicit-SIMD tier's algorithm, written once over a tiny vector trait ([`SimdF64`]) that
+//! each ISA module implements on its capability token (so holding the `self` of a method proves
+//! the CPU runs its instructions). The bodies are `#[inline(always)]`; the ISA modules wrap them
+//! in `#[target_feature]` entry points, where the intrinsics and BMI2 `pext` inline.
+//!
+//! Per nonzero: decode the other modes into row pointers (one bounds test per mode, folded into
+//! a single branch), form `acc = v * U_a(i_a, :) * ...` over all but the last other mode in
+//! registers, then `out = fma(acc, U_last(i_last, :), out)` into a plain output row, or
+//! `acc * U_last` handed to [`RowSink::add`] when the update must be atomic.
+
+use super::{out_of_range, KernelError, Others, SegmentInput};
+use crate::decode::{Decode, HwBits, ModeDecode, MAX_ORDER};
+use crate::sink::RowSink;
+
+/// Largest fixed rank: the atomic path stages one row of this many values on the stack.
+const MAX_FIXED_RANK: usize = 64;
+
+/// Vectors per column piece in the runtime-rank body.
+const DYN_PIECE: usize = 4;
+
+/// One ISA's f64 vector operations, implemented on its capability token.
+pub(crate) trait SimdF64: Copy {
+    /// Doubles per vector.
+    const LANES: usize;
+    /// The register type.
+    type V: Copy;
+
+    fn splat(self, x: f64) -> Self::V;
+    fn mul(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b + c`, fused.
+    fn fmadd(self, a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+
+    /// # Safety
+    /// `p` must be valid for reading `LANES` doubles (no alignment needed).
+    unsafe fn load(self, p: *const f64) -> Self::V;
+    /// # Safety
+    /// `p` must be valid for writing `LANES` doubles (no alignment needed).
+    unsafe fn store(self, p: *mut f64, v: Self::V);
+    /// Loads lanes `0..n` (masked: lanes `n..` read as zero and are not accessed).
+    /// # Safety
+    /// `0 < n < LANES` and `p` valid for reading `n` doubles.
+    unsafe fn load_part(self, p: *const f64, n: usize) -> Self::V;
+    /// Stores lanes `0..n` (masked: memory past `n` is not accessed).
+    /// # Safety
+    /// `0 < n < LANES` and `p` valid for writing `n` doubles.
+    unsafe fn store_part(self, p: *mut f64, n: usize, v: Self::V);
+}
+
+/// `v * prod_j rows[j][off .. off + P * LANES]` in `P` registers.
+///
+/// # Safety
+/// Every pointer in `rows` must be valid for reading `off + P * LANES` doubles.
+#[inline(always)]
+unsafe fn product<T: SimdF64, const P: usize>(
+    simd: T,
+    v: f64,
+    rows: &[*const f64],
+    off: usize,
+) -> [T::V; P] {
+    let mut acc = [simd.splat(v); P];
+    for &row in rows {
+        for (c, a) in acc.iter_mut().enumerate() {
+            // SAFETY: the caller guarantees the row holds `off + P * LANES` doubles.
+            *a = simd.mul(*a, unsafe { simd.load(row.add(off + c * T::LANES)) });
+        }
+    }
+    acc
+}
+
+/// [`product`] for a partial vector of `n < LANES` columns (masked loads).
+///
+/// # Safety
+/// Every pointer in `rows` must be valid for reading `off + n` doubles; `0 < n < LANES`.
+#[inline(always)]
+unsafe fn product_part<T: SimdF64>(
+    simd: T,
+    v: f64,
+    rows: &[*const f64],
+    off: usize,
+    n: usize,
+) -> T::V {
+    let mut acc = simd.splat(v);
+    for &row in rows {
+        // SAFETY: as the caller guarantees.
+        acc = simd.mul(acc, unsafe { simd.load_part(row.add(off), n) });
+    }
+    acc
+}
+
+/// Nonzeros per prefetch step: the rows of nonzeros `k + dist .. k + dist + PREFETCH_BLOCK` are
+/// prefetched before nonzeros `k .. k + PREFETCH_BLOCK` are computed, so the prefetch test is
+/// paid per block, not per nonzero.
+const PREFETCH_BLOCK: usize = 16;
+
+/// Prefetches the factor rows of the block `PREFETCH_BLOCK` nonzeros wide starting `dist` after
+/// `start`.
+#[inline(always)]
+fn prefetch_block<I: HwBits, M: ModeDecode<I>, const N: usize>(
+    others: &Others<'_, M>,
+    idx: &[I],
+    start: usize,
+    dist: usize,
+    rank: usize,
+) {
+    let lo = start + dist;
+    let hi = (lo + PREFETCH_BLOCK).min(idx.len());
+    if let Some(ahead) = idx.get(lo..hi) {
+        for &x in ahead {
+            others.prefetch::<I, N>(x, rank);
+        }
+    }
+}
+
+/// Rank fixed at compile time: `BLOCKS` blocks of `NV` vectors (`rank = BLOCKS * NV * LANES`),
+/// each block's accumulators live in registers for the whole nonzero; the column loop is
+/// fully unrolled. `N > 0` also fixes the number of non-target modes (order `N + 1`), which
+/// unrolls the decode and product loops; `N = 0` takes the order from the input.
+#[inline(always)]
+pub(crate) fn fixed_body<T, I, D, S, const NV: usize, const BLOCKS: usize, const N: usize>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+{
+    let block = NV * T::LANES;
+    let rank = block * BLOCKS;
+    const { assert!(NV * BLOCKS * T::LANES <= MAX_FIXED_RANK) };
+    debug_assert_eq!(rank, input.rank, "run_segment checks the rank");
+    let others = Others::new(input, dec, rank);
+    let last = others.count::<N>() - 1; // order >= 2 (checked by run_segment)
+    let window = sink.window();
+    let direct = window.rank() == rank;
+    let dist = input.prefetch;
+    let mut ptrs = [core::ptr::null::<f64>(); MAX_ORDER];
+    let chunks = input
+        .idx
+        .chunks(PREFETCH_BLOCK)
+        .zip(input.vals.chunks(PREFETCH_BLOCK));
+    for (c, (xs, vs)) in chunks.enumerate() {
+        if dist > 0 {
+            prefetch_block::<I, _, N>(&others, input.idx, c * PREFETCH_BLOCK, dist, rank);
+        }
+        for (&x, &v) in xs.iter().zip(vs) {
+            if !others.locate::<I, N>(x, rank, &mut ptrs) {
+                return Err(out_of_range(input, dec, x));
+            }
+            let target = others.target.coord(x);
+            let boundary = x.intersects(input.boundary_mask);
+            let (heads, tail) = ptrs.split_at(last);
+            let plast = tail[0];
+            let out = if direct && sink.is_plain(boundary) {
+                window.row_ptr(target, rank)
+            } else {
+                None
+            };
+            if let Some(o) = out {
+                for b in 0..BLOCKS {
+                    // SAFETY: locate() succeeded, so every row pointer starts `rank` doubles of
+                    // its factor; `b * block + NV * LANES <= rank`.
+                    let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
+                    for (c, a) in acc.into_iter().enumerate() {
+                        let off = b * block + c * T::LANES;
+                        // SAFETY: `off + LANES <= rank`: within the checked last row, and within
+                        // the window's row `target` (plain for this nonzero, as the sink said).
+                        unsafe {
+                            let y = simd.fmadd(a, simd.load(plast.add(off)), simd.load(o.add(off)));
+                            simd.store(o.add(off), y);
+                        }
+                    }
+                }
+            } else {
+                let mut row = [0.0f64; MAX_FIXED_RANK];
+                let r = row.as_mut_ptr();
+                for b in 0..BLOCKS {
+                    // SAFETY: as above.
+                    let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
+                    for (c, a) in acc.into_iter().enumerate() {
+                        let off = b * block + c * T::LANES;
+                        // SAFETY: `off + LANES <= rank <= MAX_FIXED_RANK`.
+                        unsafe { simd.store(r.add(off), simd.mul(a, simd.load(plast.add(off)))) };
+                    }
+                }
+                sink.add(target, 0, &row[..rank], boundary);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Any rank: pieces of [`DYN_PIECE`] vectors, then single vectors, then one masked partial
+/// vector for the last `rank % LANES` columns.
+#[inline(always)]
+pub(crate) fn dyn_body<T, I, D, S>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+{
+    let rank = input.rank;
+    let piece = DYN_PIECE * T::LANES;
+    let pieces_end = rank - rank % piece;
+    let vectors_end = rank - rank % T::LANES;
+    let part = rank - vectors_end;
+    let others = Others::new(input, dec, rank);
+    let last = others.count::<0>() - 1; // order >= 2 (checked by run_segment)
+    let window = sink.window();
+    let direct = window.rank() == rank;
+    let dist = input.prefetch;
+    let mut ptrs = [core::ptr::null::<f64>(); MAX_ORDER];
+    let chunks = input
+        .idx
+        .chunks(PREFETCH_BLOCK)
+        .zip(input.vals.chunks(PREFETCH_BLOCK));
+    for (c, (xs, vs)) in chunks.enumerate() {
+        if dist > 0 {
+            prefetch_block::<I, _, 0>(&others, input.idx, c * PREFETCH_BLOCK, dist, rank);
+        }
+        for (&x, &v) in xs.iter().zip(vs) {
+            if !others.locate::<I, 0>(x, rank, &mut ptrs) {
+                return Err(out_of_range(input, dec, x));
+            }
+            let target = others.target.coord(x);
+            let boundary = x.intersects(input.boundary_mask);
+            let (heads, tail) = ptrs.split_at(last);
+            let plast = tail[0];
+            let out = if direct && sink.is_plain(boundary) {
+                window.row_ptr(target, rank)
+            } else {
+                None
+            };
+            // SAFETY (every block below): locate() succeeded, so each row pointer starts `rank`
+            // doubles of its factor; the column ranges stay below `rank`; `o` is the window's
+            // row `target`, plain for this nonzero as the sink said.
+            if let Some(o) = out {
+                let mut col = 0;
+                while col < pieces_end {
+                    let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
+                    for (c, a) in acc.into_iter().enumerate() {
+                        let off = col + c * T::LANES;
+                        unsafe {
+                            let y = simd.fmadd(a, simd.load(plast.add(off)), simd.load(o.add(off)));
+                            simd.store(o.add(off), y);
+                        }
+                    }
+                    col += piece;
+                }
+                while col < vectors_end {
+                    let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
+                    unsafe {
+                        let y = simd.fmadd(a, simd.load(plast.add(col)), simd.load(o.add(col)));
+                        simd.store(o.add(col), y);
+                    }
+                    col += T::LANES;
+                }
+                if part > 0 {
+                    unsafe {
+                        let a = product_part(simd, v, heads, col, part);
+                        let l = simd.load_part(plast.add(col), part);
+                        let y = simd.fmadd(a, l, simd.load_part(o.add(col), part));
+                        simd.store_part(o.add(col), part, y);
+                    }
+                }
+            } else {
+                const { assert!(T::LANES <= 8) };
+                let mut buf = [0.0f64; DYN_PIECE * 8];
+                let b = buf.as_mut_ptr();
+                let mut col = 0;
+                while col < pieces_end {
+                    let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
+                    for (c, a) in acc.into_iter().enumerate() {
+                        let off = c * T::LANES;
+                        unsafe {
+                            simd.store(b.add(off), simd.mul(a, simd.load(plast.add(col + off))))
+                        };
+                    }
+                    sink.add(target, col, &buf[..piece], boundary);
+                    col += piece;
+                }
+                while col < vectors_end {
+                    let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
+                    unsafe { simd.store(b, simd.mul(a, simd.load(plast.add(col)))) };
+                    sink.add(target, col, &buf[..T::LANES], boundary);
+                    col += T::LANES;
+                }
+                if part > 0 {
+                    unsafe {
+                        let a = product_part(simd, v, heads, col, part);
+                        simd.store_part(b, part, simd.mul(a, simd.load_part(plast.add(col), part)));
+                    }
+                    sink.add(target, col, &buf[..part], boundary);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a kernel is also specialized for the order: [`ByOrder`] for the BMI2 decoder (its
+/// per-mode decode is one instruction, so unrolling the mode loops pays), [`AnyOrder`] for the
+/// bit-run decoder (whose decode cost dwarfs the loop overhead; fewer instantiations).
+pub(crate) trait OrderPolicy {
+    fn fixed<T, I, D, S, const NV: usize, const BLOCKS: usize>(
+        simd: T,
+        input: &SegmentInput<'_, I>,
+        dec: &D,
+        sink: &mut S,
+    ) -> Result<(), KernelError>
+    where
+        T: SimdF64,
+        I: HwBits,
+        D: Decode<I>,
+        S: RowSink;
+}
+
+/// Orders 3, 4 and 5 get their own unrolled loops; other orders the runtime-order loops.
+pub(crate) struct ByOrder;
+/// One body for every order.
+pub(crate) struct AnyOrder;
+
+impl OrderPolicy for ByOrder {
+    #[inline(always)]
+    fn fixed<T, I, D, S, const NV: usize, const BLOCKS: usize>(
+        simd: T,
+        input: &SegmentInput<'_, I>,
+        dec: &D,
+        sink: &mut S,
+    ) -> Result<(), KernelError>
+    where
+        T: SimdF64,
+        I: HwBits,
+        D: Decode<I>,
+        S: RowSink,
+    {
+        match input.factors.len() {
+            3 => fixed_body::<T, I, D, S, NV, BLOCKS, 2>(simd, input, dec, sink),
+            4 => fixed_body::<T, I, D, S, NV, BLOCKS, 3>(simd, input, dec, sink),
+            5 => fixed_body::<T, I, D, S, NV, BLOCKS, 4>(simd, input, dec, sink),
+            _ => fixed_body::<T, I, D, S, NV, BLOCKS, 0>(simd, input, dec, sink),
+        }
+    }
+}
+
+impl OrderPolicy for AnyOrder {
+    #[inline(always)]
+    fn fixed<T, I, D, S, const NV: usize, const BLOCKS: usize>(
+        simd: T,
+        input: &SegmentInput<'_, I>,
+        dec: &D,
+        sink: &mut S,
+    ) -> Result<(), KernelError>
+    where
+        T: SimdF64,
+        I: HwBits,
+        D: Decode<I>,
+        S: RowSink,
+    {
+        fixed_body::<T, I, D, S, NV, BLOCKS, 0>(simd, input, dec, sink)
+    }
+}
