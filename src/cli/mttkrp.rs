@@ -227,7 +227,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         sync,
         kernel,
         decode,
-        min_fiber_reuse: None,
+        ..Default::default()
     };
     let mut ws = Workspace::new(t, rank);
     let mut counter_set = a.counters.then(|| CounterSet::open_default(&pool));
