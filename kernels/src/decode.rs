@@ -106,6 +106,8 @@ pub trait Decode<I: AltoIndex>: Sync {
     fn coord(&self, idx: I, mode: usize) -> u64;
     /// The decoder of one mode (`mode < order()`).
     fn mode(&self, mode: usize) -> Self::Mode<'_>;
+    /// The mask of one mode (`mode < order()`): the index bits that hold its coordinate.
+    fn mask(&self, mode: usize) -> I;
     /// Name used in kernel names and reports (`pext`, `runs`).
     fn name(&self) -> &'static str;
 }
@@ -186,6 +188,10 @@ impl<I: HwBits> Decode<I> for PextDecoder<I> {
     fn mode(&self, mode: usize) -> PextMode<I> {
         PextMode { mask: self.masks[mode], lo_bits: self.lo_bits[mode], _token: self._token }
     }
+    #[inline(always)]
+    fn mask(&self, mode: usize) -> I {
+        self.masks[mode]
+    }
     fn name(&self) -> &'static str {
         "pext"
     }
@@ -197,6 +203,7 @@ pub struct RunsDecoder<I> {
     /// Runs of all modes, flattened; mode `m` owns `runs[starts[m]..starts[m + 1]]`.
     runs: Vec<(u32, u32, I)>,
     starts: Vec<usize>,
+    masks: Vec<I>,
 }
 
 impl<I: AltoIndex> RunsDecoder<I> {
@@ -210,7 +217,7 @@ impl<I: AltoIndex> RunsDecoder<I> {
             }
             starts.push(runs.len());
         }
-        RunsDecoder { runs, starts }
+        RunsDecoder { runs, starts, masks: masks.to_vec() }
     }
 }
 
@@ -227,6 +234,10 @@ impl<I: AltoIndex> Decode<I> for RunsDecoder<I> {
     #[inline(always)]
     fn mode(&self, mode: usize) -> RunsMode<'_, I> {
         RunsMode { runs: &self.runs[self.starts[mode]..self.starts[mode + 1]] }
+    }
+    #[inline(always)]
+    fn mask(&self, mode: usize) -> I {
+        self.masks[mode]
     }
     fn name(&self) -> &'static str {
         "runs"
