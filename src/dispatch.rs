@@ -129,3 +129,59 @@ impl KernelChoice {
         Ok(k)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alto_kernels::RankSpec;
+
+    #[test]
+    fn best_isa_is_the_best_available() {
+        let best = best_isa();
+        assert!(best.available());
+        assert!(Isa::ALL
+            .iter()
+            .filter(|i| i.available())
+            .all(|&i| i <= best));
+        for isa in Isa::ALL {
+            match parse_isa(isa.name()) {
+                Ok(parsed) => assert!(parsed == isa && isa.available()),
+                Err(e) => {
+                    assert!(!isa.available());
+                    assert!(e.to_string().contains("not available"), "{e}");
+                }
+            }
+        }
+        let unknown = parse_isa("sse9").unwrap_err().to_string();
+        assert!(
+            unknown.contains("known: scalar, pulp, avx2, avx512"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn kernel_names_parse_everywhere() {
+        for name in [
+            "avx512_r16",
+            "atomic_avx2_rdyn",
+            "pull_pulp_r16",
+            "flagged_scalar_r64",
+        ] {
+            let KernelChoice::Named(k) = KernelChoice::parse(name).unwrap() else {
+                panic!("{name} is a full kernel name");
+            };
+            assert!(name.ends_with(&k.to_string()));
+        }
+        assert_eq!(
+            KernelChoice::parse("avx2").unwrap(),
+            KernelChoice::Isa(Isa::Avx2)
+        );
+        assert!(KernelChoice::parse("avx2_r12").is_err());
+        let k = KernelChoice::Isa(Isa::Scalar).resolve(17).unwrap();
+        assert_eq!(k.rank, RankSpec::Dynamic);
+        assert!(KernelChoice::parse("scalar_r16")
+            .unwrap()
+            .resolve(17)
+            .is_err());
+    }
+}

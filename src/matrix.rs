@@ -2,6 +2,7 @@
 //! (f64, C order, shape `rows x cols`), so results can be checked from Python.
 
 use crate::error::{AltoError, Result};
+use alto_kernels::AlignedBuf;
 use npyz::WriterBuilder;
 use rand::{Rng, SeedableRng};
 use std::io::Write;
@@ -12,7 +13,8 @@ use std::path::Path;
 pub struct Matrix {
     rows: usize,
     cols: usize,
-    data: Vec<f64>,
+    /// 64-byte aligned, so rows of rank 8k never straddle cache lines in the kernels.
+    data: AlignedBuf,
 }
 
 impl Matrix {
@@ -20,7 +22,7 @@ impl Matrix {
         Matrix {
             rows,
             cols,
-            data: vec![0.0; rows * cols],
+            data: AlignedBuf::zeros(rows * cols),
         }
     }
 
@@ -31,7 +33,11 @@ impl Matrix {
                 data.len()
             )));
         }
-        Ok(Matrix { rows, cols, data })
+        Ok(Matrix {
+            rows,
+            cols,
+            data: data.into(),
+        })
     }
 
     /// Entries uniform in [0, 1), deterministic for `seed`.
@@ -66,7 +72,7 @@ impl Matrix {
         self.data[i * self.cols + j] = x;
     }
     pub fn into_vec(self) -> Vec<f64> {
-        self.data
+        self.data.to_vec()
     }
 
     /// Largest entrywise |a - b| relative to `scale`, or infinity on a shape mismatch.
@@ -131,7 +137,11 @@ impl Matrix {
         if data.len() != rows * cols {
             return Err(bad(format!("{} values for shape {shape:?}", data.len())));
         }
-        Ok(Matrix { rows, cols, data })
+        Ok(Matrix {
+            rows,
+            cols,
+            data: data.into(),
+        })
     }
 }
 

@@ -106,6 +106,8 @@ pub trait Decode<I: AltoIndex>: Sync {
     fn coord(&self, idx: I, mode: usize) -> u64;
     /// The decoder of one mode (`mode < order()`).
     fn mode(&self, mode: usize) -> Self::Mode<'_>;
+    /// The mask of one mode (`mode < order()`): the index bits that hold its coordinate.
+    fn mask(&self, mode: usize) -> I;
     /// Name used in kernel names and reports (`pext`, `runs`).
     fn name(&self) -> &'static str;
 }
@@ -197,6 +199,10 @@ impl<I: HwBits> Decode<I> for PextDecoder<I> {
             _token: self._token,
         }
     }
+    #[inline(always)]
+    fn mask(&self, mode: usize) -> I {
+        self.masks[mode]
+    }
     fn name(&self) -> &'static str {
         "pext"
     }
@@ -208,6 +214,7 @@ pub struct RunsDecoder<I> {
     /// Runs of all modes, flattened; mode `m` owns `runs[starts[m]..starts[m + 1]]`.
     runs: Vec<(u32, u32, I)>,
     starts: Vec<usize>,
+    masks: Vec<I>,
 }
 
 impl<I: AltoIndex> RunsDecoder<I> {
@@ -225,7 +232,11 @@ impl<I: AltoIndex> RunsDecoder<I> {
             }
             starts.push(runs.len());
         }
-        RunsDecoder { runs, starts }
+        RunsDecoder {
+            runs,
+            starts,
+            masks: masks.to_vec(),
+        }
     }
 }
 
@@ -244,6 +255,10 @@ impl<I: AltoIndex> Decode<I> for RunsDecoder<I> {
         RunsMode {
             runs: &self.runs[self.starts[mode]..self.starts[mode + 1]],
         }
+    }
+    #[inline(always)]
+    fn mask(&self, mode: usize) -> I {
+        self.masks[mode]
     }
     fn name(&self) -> &'static str {
         "runs"

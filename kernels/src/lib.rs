@@ -1,5 +1,6 @@
 //! `alto-kernels`: the hot per-nonzero work of the ALTO sparse tensor format.
 //!
+//! - [`aligned`]: 64-byte aligned f64 buffers for factors and outputs;
 //! - [`index`]: the linearized index word (`u32`/`u64`/`u128`) and portable bit deposit/extract;
 //! - [`decode`]: de-linearization, BMI2 `pext` or shift-and-mask over mask bit runs;
 //! - [`sink`]: conflict-resolution targets (plain, atomic, flag-guided);
@@ -9,12 +10,14 @@
 //!
 //! Everything takes plain slices; the `alto` crate owns tensors, threads and strategy choice.
 
+pub mod aligned;
 pub mod decode;
 pub mod index;
 pub mod isa;
 pub mod mttkrp;
 pub mod sink;
 
+pub use aligned::AlignedBuf;
 pub use decode::{
     Bmi2, Decode, HwBits, ModeDecode, PextDecoder, PextMode, RunsDecoder, RunsMode, MAX_ORDER,
 };

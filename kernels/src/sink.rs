@@ -76,6 +76,26 @@ impl RowWindow {
         self.rank
     }
 
+    #[inline]
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    #[inline]
+    pub fn first(&self) -> u64 {
+        self.first
+    }
+
+    /// The address row `row` would have (`rank` columns), computed with wrapping arithmetic:
+    /// only meaningful, and only dereferenceable, when the window holds `row`. The kernels use
+    /// it after checking a whole chunk of rows at once.
+    #[inline(always)]
+    pub fn row_ptr_unchecked(&self, row: u64, rank: usize) -> *mut f64 {
+        self.ptr
+            .wrapping_sub(self.first as usize * rank)
+            .wrapping_add(row as usize * rank)
+    }
+
     /// The start of row `row`, when the window holds it; `rank` must be the window's rank.
     #[inline(always)]
     pub fn row_ptr(&self, row: u64, rank: usize) -> Option<*mut f64> {

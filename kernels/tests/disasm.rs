@@ -137,29 +137,141 @@ fn is_cold(callee: &str) -> bool {
     .any(|k| callee.contains(k))
 }
 
-/// `call`s inside a loop of `f` (a backward branch's target..=branch range), except cold ones.
-fn calls_in_loops(bin: &Binary, f: &Function) -> Vec<String> {
-    let mut loops = Vec::new();
-    for (addr, m, ops) in &f.insns {
+/// The direct branch target of a jump's operands (`4a3b0 <name+0x10>`), if any.
+fn branch_target(operands: &str) -> Option<u64> {
+    operands
+        .split_whitespace()
+        .next()
+        .and_then(|t| u64::from_str_radix(t, 16).ok())
+}
+
+/// The natural loops of `f`'s control-flow graph, as sets of instruction indices: basic blocks
+/// from the branches, back edges from a depth-first search (kept when the header dominates the
+/// source), each loop the header plus every block that reaches the back edge's source without
+/// passing the header. Blocks that cannot return to the loop (panics, error returns) are not
+/// part of it.
+fn natural_loops(bin: &Binary, f: &Function) -> Vec<Vec<usize>> {
+    let n = f.insns.len();
+    let index: HashMap<u64, usize> = f.insns.iter().enumerate().map(|(i, x)| (x.0, i)).collect();
+    // Calls to cold paths (panics) do not return: they end a block without a fallthrough.
+    let no_return: Vec<bool> = f
+        .insns
+        .iter()
+        .map(|(_, m, ops)| m.starts_with("call") && is_cold(&bin.callee(ops)))
+        .collect();
+    let ends_block = |i: usize, m: &str| {
+        m.starts_with('j') || m.starts_with("ret") || m == "ud2" || no_return[i]
+    };
+    let mut leader = vec![false; n];
+    if n > 0 {
+        leader[0] = true;
+    }
+    for (i, (_, m, ops)) in f.insns.iter().enumerate() {
         if m.starts_with('j') {
-            let target = ops
-                .split_whitespace()
-                .next()
-                .and_then(|t| u64::from_str_radix(t, 16).ok());
-            if let Some(t) = target.filter(|&t| t <= *addr) {
-                loops.push((t, *addr));
+            if let Some(&t) = branch_target(ops).and_then(|t| index.get(&t)) {
+                leader[t] = true;
+            }
+        }
+        if ends_block(i, m) && i + 1 < n {
+            leader[i + 1] = true;
+        }
+    }
+    let starts: Vec<usize> = (0..n).filter(|&i| leader[i]).collect();
+    let block_of = |i: usize| starts.partition_point(|&s| s <= i) - 1;
+    let nb = starts.len();
+    let mut succ = vec![Vec::new(); nb];
+    for b in 0..nb {
+        let last = if b + 1 < nb { starts[b + 1] - 1 } else { n - 1 };
+        let (_, m, ops) = &f.insns[last];
+        let target = branch_target(ops)
+            .and_then(|t| index.get(&t))
+            .map(|&t| block_of(t));
+        if m.starts_with('j') {
+            succ[b].extend(target);
+            if m != "jmp" && b + 1 < nb {
+                succ[b].push(b + 1);
+            }
+        } else if !(m.starts_with("ret") || m == "ud2" || m == "int3" || no_return[last])
+            && b + 1 < nb
+        {
+            succ[b].push(b + 1);
+        }
+    }
+    // Iterative depth-first search for back edges (edges to a block on the current path).
+    let mut back = Vec::new();
+    let mut state = vec![0u8; nb]; // 0 new, 1 on the path, 2 done
+    let mut stack = vec![(0usize, 0usize)];
+    if nb > 0 {
+        state[0] = 1;
+    }
+    while let Some(&mut (b, ref mut k)) = stack.last_mut() {
+        if let Some(&s) = succ[b].get(*k) {
+            *k += 1;
+            match state[s] {
+                0 => {
+                    state[s] = 1;
+                    stack.push((s, 0));
+                }
+                1 => back.push((b, s)),
+                _ => {}
+            }
+        } else {
+            state[b] = 2;
+            stack.pop();
+        }
+    }
+    let mut pred = vec![Vec::new(); nb];
+    for (b, ss) in succ.iter().enumerate() {
+        for &s in ss {
+            pred[s].push(b);
+        }
+    }
+    // A retreating edge whose target does not dominate its source (the source is reachable
+    // from the entry around the target) is not a natural loop: the backward search from the
+    // source then reaches the entry block.
+    back.iter()
+        .filter_map(|&(tail, head)| {
+            let mut body = vec![false; nb];
+            body[head] = true;
+            let mut work = vec![tail];
+            while let Some(b) = work.pop() {
+                if !body[b] {
+                    if b == 0 {
+                        return None;
+                    }
+                    body[b] = true;
+                    work.extend(&pred[b]);
+                }
+            }
+            Some((0..n).filter(|&i| body[block_of(i)]).collect())
+        })
+        .collect()
+}
+
+/// `call`s inside a hot loop of `f` (a natural loop that does the arithmetic: an FMA or a
+/// multiply), except calls to cold paths.
+fn calls_in_loops(bin: &Binary, f: &Function) -> Vec<String> {
+    let mut found = Vec::new();
+    for body in natural_loops(bin, f) {
+        let insns: Vec<&(u64, String, String)> = body.iter().map(|&i| &f.insns[i]).collect();
+        let hot = insns
+            .iter()
+            .any(|(_, m, _)| m.starts_with("vfmadd") || m.starts_with("vmulpd"));
+        if !hot {
+            continue;
+        }
+        for (addr, m, ops) in insns {
+            if m.starts_with("call") {
+                let callee = bin.callee(ops);
+                if !is_cold(&callee) {
+                    found.push(format!("{addr:x}: call {callee}"));
+                }
             }
         }
     }
-    f.insns
-        .iter()
-        .filter(|(addr, m, _)| {
-            m.starts_with("call") && loops.iter().any(|&(lo, hi)| (lo..=hi).contains(addr))
-        })
-        .map(|(addr, _, ops)| (addr, bin.callee(ops)))
-        .filter(|(_, callee)| !is_cold(callee))
-        .map(|(addr, callee)| format!("{addr:x}: call {callee}"))
-        .collect()
+    found.sort();
+    found.dedup();
+    found
 }
 
 fn has(f: &Function, pred: impl Fn(&str, &str) -> bool) -> bool {

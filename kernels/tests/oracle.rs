@@ -446,6 +446,25 @@ fn check_errors(isa: Isa) {
         go(&bad_target, kernel),
         Err(KernelError::TargetOutOfRange { .. })
     ));
+    // Output rows that miss a target row: reported by the explicit kernels before any write
+    // (the portable tiers index the sink's slice and panic instead).
+    let top = idx
+        .iter()
+        .map(|&x| pext_soft_u128(x as u128, c.masks[0]) as u64)
+        .max()
+        .unwrap();
+    if matches!(isa, Isa::Avx2 | Isa::Avx512) {
+        let mut short_out = vec![0.0; top as usize * rank];
+        let mut sink = PlainRows::new(&mut short_out, 0, rank);
+        assert_eq!(
+            run_segment(kernel, &dec, &base, &mut sink),
+            Err(KernelError::RowOutOfRange {
+                row: top,
+                first: 0,
+                rows: top
+            })
+        );
+    }
     // A factor one row short: the nonzero that needs the missing row is reported.
     let need = idx
         .iter()

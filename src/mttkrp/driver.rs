@@ -9,8 +9,8 @@ use crate::format::alto::{AltoTensor, AnyAlto};
 use crate::matrix::Matrix;
 use crate::with_alto;
 use alto_kernels::{
-    as_atomic, run_segment, AtomicRows, DecodeKind, FlaggedRows, HwBits, KernelId, PlainRows,
-    SegmentInput, DEFAULT_PREFETCH,
+    as_atomic, run_segment, AlignedBuf, AtomicRows, DecodeKind, FlaggedRows, HwBits, KernelId,
+    PlainRows, SegmentInput, DEFAULT_PREFETCH,
 };
 use rayon::prelude::*;
 
@@ -46,14 +46,20 @@ fn ser_display<S: serde::Serializer>(k: &KernelId, s: S) -> std::result::Result<
     s.collect_str(k)
 }
 
+/// Doubles of one segment's staging rows `lo..=hi`, rounded up to whole cache lines so every
+/// segment's buffer starts 64-byte aligned.
+fn staged_rows_len(lo: u64, hi: u64, rank: usize) -> usize {
+    ((hi - lo + 1) as usize * rank).next_multiple_of(8)
+}
+
 /// Staging floats needed for `rank`: the largest, over modes, sum of the segments' interval
-/// lengths times the rank.
+/// lengths times the rank (each rounded up to whole cache lines).
 pub fn staging_len<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> usize {
     (0..t.order())
         .map(|m| {
             (0..t.num_partitions())
                 .filter_map(|p| t.interval(p, m))
-                .map(|(lo, hi)| (hi - lo + 1) as usize * rank)
+                .map(|(lo, hi)| staged_rows_len(lo, hi, rank))
                 .sum::<usize>()
         })
         .max()
@@ -64,19 +70,20 @@ pub fn staging_len<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> usize {
 /// partitioning) and reused by every call.
 #[derive(Debug, Default)]
 pub struct Workspace {
-    staging: Vec<f64>,
+    /// 64-byte aligned, like the factors and outputs.
+    staging: AlignedBuf,
 }
 
 impl Workspace {
     pub fn new(t: &AnyAlto, rank: usize) -> Self {
         let len = with_alto!(t, x => staging_len(x, rank));
         Workspace {
-            staging: vec![0.0; len],
+            staging: AlignedBuf::zeros(len),
         }
     }
     pub fn for_tensor<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> Self {
         Workspace {
-            staging: vec![0.0; staging_len(t, rank)],
+            staging: AlignedBuf::zeros(staging_len(t, rank)),
         }
     }
     pub fn bytes(&self) -> usize {
@@ -223,11 +230,11 @@ fn pull<I: HwBits>(
     let staged_len: usize = (0..parts)
         .filter(|&p| !exclusive[p])
         .filter_map(|p| intervals[p])
-        .map(|(lo, hi)| (hi - lo + 1) as usize * rank)
+        .map(|(lo, hi)| staged_rows_len(lo, hi, rank))
         .sum();
     if ws.staging.len() < staged_len {
         // Only when the workspace was sized for another tensor or rank.
-        ws.staging.resize(staged_len, 0.0);
+        ws.staging = AlignedBuf::zeros(staged_len);
     }
 
     // Carve disjoint row blocks: staging slices for shared segments, output slices (in
@@ -236,9 +243,11 @@ fn pull<I: HwBits>(
     let mut staging_rest: &mut [f64] = &mut ws.staging[..staged_len];
     for p in 0..parts {
         if let (Some((lo, hi)), false) = (intervals[p], exclusive[p]) {
-            let len = (hi - lo + 1) as usize * rank;
-            let (buf, rest) = std::mem::take(&mut staging_rest).split_at_mut(len);
+            let (buf, rest) =
+                std::mem::take(&mut staging_rest).split_at_mut(staged_rows_len(lo, hi, rank));
             staging_rest = rest;
+            // The rows proper; the padding to the next cache line stays unused.
+            let buf = &mut buf[..(hi - lo + 1) as usize * rank];
             staged.push((p, lo, hi, buf));
         }
     }

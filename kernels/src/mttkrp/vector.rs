@@ -8,15 +8,19 @@
 //! registers, then `out = fma(acc, U_last(i_last, :), out)` into a plain output row, or
 //! `acc * U_last` handed to [`RowSink::add`] when the update must be atomic.
 
-use super::{out_of_range, KernelError, Others, SegmentInput};
+use super::{first_out_of_range, Bounds, FixedModes, KernelError, Locate, Others, SegmentInput};
 use crate::decode::{Decode, HwBits, ModeDecode, MAX_ORDER};
-use crate::sink::RowSink;
+use crate::sink::{RowSink, RowWindow};
 
 /// Largest fixed rank: the atomic path stages one row of this many values on the stack.
 const MAX_FIXED_RANK: usize = 64;
 
 /// Vectors per column piece in the runtime-rank body.
 const DYN_PIECE: usize = 4;
+
+/// Nonzeros whose coordinates are validated together (see [`Bounds`]) before the inner loop
+/// runs over them without bounds checks; small enough that the chunk's indices stay in L1.
+const CHUNK: usize = 512;
 
 /// One ISA's f64 vector operations, implemented on its capability token.
 pub(crate) trait SimdF64: Copy {
@@ -87,34 +91,24 @@ unsafe fn product_part<T: SimdF64>(
     acc
 }
 
-/// Nonzeros per prefetch step: the rows of nonzeros `k + dist .. k + dist + PREFETCH_BLOCK` are
-/// prefetched before nonzeros `k .. k + PREFETCH_BLOCK` are computed, so the prefetch test is
-/// paid per block, not per nonzero.
-const PREFETCH_BLOCK: usize = 16;
-
-/// Prefetches the factor rows of the block `PREFETCH_BLOCK` nonzeros wide starting `dist` after
-/// `start`.
+/// The window of `sink` for rank `rank`: an error when it holds rows of another width.
 #[inline(always)]
-fn prefetch_block<I: HwBits, M: ModeDecode<I>, const N: usize>(
-    others: &Others<'_, M>,
-    idx: &[I],
-    start: usize,
-    dist: usize,
-    rank: usize,
-) {
-    let lo = start + dist;
-    let hi = (lo + PREFETCH_BLOCK).min(idx.len());
-    if let Some(ahead) = idx.get(lo..hi) {
-        for &x in ahead {
-            others.prefetch::<I, N>(x, rank);
-        }
+fn window_of<S: RowSink>(sink: &mut S, rank: usize) -> Result<RowWindow, KernelError> {
+    let window = sink.window();
+    if window.rows() > 0 && window.rank() != rank {
+        return Err(KernelError::SinkRank {
+            sink: window.rank(),
+            rank,
+        });
     }
+    Ok(window)
 }
 
 /// Rank fixed at compile time: `BLOCKS` blocks of `NV` vectors (`rank = BLOCKS * NV * LANES`),
 /// each block's accumulators live in registers for the whole nonzero; the column loop is
 /// fully unrolled. `N > 0` also fixes the number of non-target modes (order `N + 1`), which
-/// unrolls the decode and product loops; `N = 0` takes the order from the input.
+/// unrolls the decode and product loops and keeps the decoders in registers; `N = 0` takes the
+/// order from the input.
 #[inline(always)]
 pub(crate) fn fixed_body<T, I, D, S, const NV: usize, const BLOCKS: usize, const N: usize>(
     simd: T,
@@ -128,46 +122,76 @@ where
     D: Decode<I>,
     S: RowSink,
 {
-    let block = NV * T::LANES;
-    let rank = block * BLOCKS;
     const { assert!(NV * BLOCKS * T::LANES <= MAX_FIXED_RANK) };
+    let rank = NV * T::LANES * BLOCKS;
     debug_assert_eq!(rank, input.rank, "run_segment checks the rank");
     let others = Others::new(input, dec, rank);
-    let last = others.count::<N>() - 1; // order >= 2 (checked by run_segment)
-    let window = sink.window();
-    let direct = window.rank() == rank;
+    if input.prefetch > 0 {
+        // Prefetching is for factors beyond L2; one (runtime-order) loop serves it.
+        fixed_loop::<T, I, D, S, _, NV, BLOCKS, true>(simd, input, dec, sink, &others)
+    } else if N == 0 {
+        fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &others)
+    } else {
+        let modes = FixedModes::<_, N>::new(&others);
+        fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &modes)
+    }
+}
+
+/// The loop of [`fixed_body`] over a row locator; `PF`: with software prefetch (a separate loop,
+/// so the common case carries no prefetch test or registers).
+#[inline(always)]
+fn fixed_loop<T, I, D, S, L, const NV: usize, const BLOCKS: usize, const PF: bool>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+    others: &L,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+    L: Locate<I>,
+{
+    let block = NV * T::LANES;
+    let rank = block * BLOCKS;
+    let last = others.count() - 1; // order >= 2 (checked by run_segment)
+    let target_dec = dec.mode(input.target);
+    let window = window_of(sink, rank)?;
+    let has_window = window.rows() > 0;
+    let bounds = Bounds::new(input, dec, rank, &window);
     let dist = input.prefetch;
     let mut ptrs = [core::ptr::null::<f64>(); MAX_ORDER];
-    let chunks = input
-        .idx
-        .chunks(PREFETCH_BLOCK)
-        .zip(input.vals.chunks(PREFETCH_BLOCK));
+    let chunks = input.idx.chunks(CHUNK).zip(input.vals.chunks(CHUNK));
     for (c, (xs, vs)) in chunks.enumerate() {
-        if dist > 0 {
-            prefetch_block::<I, _, N>(&others, input.idx, c * PREFETCH_BLOCK, dist, rank);
+        if !bounds.check(xs) {
+            return Err(first_out_of_range(input, dec, xs, &window));
         }
-        for (&x, &v) in xs.iter().zip(vs) {
-            if !others.locate::<I, N>(x, rank, &mut ptrs) {
-                return Err(out_of_range(input, dec, x));
+        for (k, (&x, &v)) in xs.iter().zip(vs).enumerate() {
+            if PF {
+                if let Some(&ahead) = input.idx.get(c * CHUNK + k + dist) {
+                    others.prefetch(ahead, rank);
+                }
             }
-            let target = others.target.coord(x);
+            // Unchecked: `bounds` accepted every nonzero of the chunk.
+            others.locate(x, rank, &mut ptrs);
+            let target = target_dec.coord(x);
             let boundary = x.intersects(input.boundary_mask);
             let (heads, tail) = ptrs.split_at(last);
             let plast = tail[0];
-            let out = if direct && sink.is_plain(boundary) {
-                window.row_ptr(target, rank)
-            } else {
-                None
-            };
-            if let Some(o) = out {
+            if has_window && sink.is_plain(boundary) {
+                // `bounds` accepted the chunk: `target` is a row of the window.
+                let o = window.row_ptr_unchecked(target, rank);
                 for b in 0..BLOCKS {
-                    // SAFETY: locate() succeeded, so every row pointer starts `rank` doubles of
-                    // its factor; `b * block + NV * LANES <= rank`.
+                    // SAFETY: `bounds` accepted the chunk, so every row pointer starts `rank`
+                    // doubles of its factor; `b * block + NV * LANES <= rank`.
                     let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
                     for (c, a) in acc.into_iter().enumerate() {
                         let off = b * block + c * T::LANES;
                         // SAFETY: `off + LANES <= rank`: within the checked last row, and within
-                        // the window's row `target` (plain for this nonzero, as the sink said).
+                        // the window's checked row `target` (plain for this nonzero, as the sink
+                        // said).
                         unsafe {
                             let y = simd.fmadd(a, simd.load(plast.add(off)), simd.load(o.add(off)));
                             simd.store(o.add(off), y);
@@ -208,6 +232,27 @@ where
     D: Decode<I>,
     S: RowSink,
 {
+    if input.prefetch > 0 {
+        dyn_loop::<T, I, D, S, true>(simd, input, dec, sink)
+    } else {
+        dyn_loop::<T, I, D, S, false>(simd, input, dec, sink)
+    }
+}
+
+/// The loop of [`dyn_body`]; `PF`: with software prefetch.
+#[inline(always)]
+fn dyn_loop<T, I, D, S, const PF: bool>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+{
     let rank = input.rank;
     let piece = DYN_PIECE * T::LANES;
     let pieces_end = rank - rank % piece;
@@ -215,35 +260,33 @@ where
     let part = rank - vectors_end;
     let others = Others::new(input, dec, rank);
     let last = others.count::<0>() - 1; // order >= 2 (checked by run_segment)
-    let window = sink.window();
-    let direct = window.rank() == rank;
+    let window = window_of(sink, rank)?;
+    let has_window = window.rows() > 0;
+    let bounds = Bounds::new(input, dec, rank, &window);
     let dist = input.prefetch;
     let mut ptrs = [core::ptr::null::<f64>(); MAX_ORDER];
-    let chunks = input
-        .idx
-        .chunks(PREFETCH_BLOCK)
-        .zip(input.vals.chunks(PREFETCH_BLOCK));
-    for (c, (xs, vs)) in chunks.enumerate() {
-        if dist > 0 {
-            prefetch_block::<I, _, 0>(&others, input.idx, c * PREFETCH_BLOCK, dist, rank);
+    let chunks = input.idx.chunks(CHUNK).zip(input.vals.chunks(CHUNK));
+    for (ci, (xs, vs)) in chunks.enumerate() {
+        if !bounds.check(xs) {
+            return Err(first_out_of_range(input, dec, xs, &window));
         }
-        for (&x, &v) in xs.iter().zip(vs) {
-            if !others.locate::<I, 0>(x, rank, &mut ptrs) {
-                return Err(out_of_range(input, dec, x));
+        for (k, (&x, &v)) in xs.iter().zip(vs).enumerate() {
+            if PF {
+                if let Some(&ahead) = input.idx.get(ci * CHUNK + k + dist) {
+                    others.prefetch::<I, 0>(ahead, rank);
+                }
             }
+            // Unchecked: `bounds` accepted every nonzero of the chunk.
+            others.locate::<I, 0>(x, rank, &mut ptrs);
             let target = others.target.coord(x);
             let boundary = x.intersects(input.boundary_mask);
             let (heads, tail) = ptrs.split_at(last);
             let plast = tail[0];
-            let out = if direct && sink.is_plain(boundary) {
-                window.row_ptr(target, rank)
-            } else {
-                None
-            };
-            // SAFETY (every block below): locate() succeeded, so each row pointer starts `rank`
-            // doubles of its factor; the column ranges stay below `rank`; `o` is the window's
-            // row `target`, plain for this nonzero as the sink said.
-            if let Some(o) = out {
+            // SAFETY (every block below): `bounds` accepted the chunk, so each row pointer
+            // starts `rank` doubles of its factor; the column ranges stay below `rank`; `o` is
+            // the window's checked row `target`, plain for this nonzero as the sink said.
+            if has_window && sink.is_plain(boundary) {
+                let o = window.row_ptr_unchecked(target, rank);
                 let mut col = 0;
                 while col < pieces_end {
                     let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
