@@ -10,8 +10,11 @@
 //! - [`format`]: the ALTO layout, sort, partitions and helper flags; [`binfile`] stores it;
 //! - [`mttkrp`]: the naive oracle, the strategy heuristic, the parallel driver;
 //! - [`dispatch`]: kernel and decoder selection (kernels live in `alto-kernels`);
-//! - [`matrix`]: dense factors and their `.npy` files.
+//! - [`matrix`]: dense factors and their `.npy` files;
+//! - [`baselines`]: the formats of the paper's comparison (COO, CSF, HiCOO) with the same
+//!   parallel MTTKRP interface, for the experiments.
 
+pub mod baselines;
 pub mod binfile;
 pub mod coo;
 pub mod dispatch;
