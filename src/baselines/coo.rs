@@ -72,18 +72,19 @@ impl CooFormat {
         self.coo.storage_bytes(8)
     }
 
-    /// MTTKRP with atomics (the default options).
+    /// MTTKRP with atomics (the default options); returns what ran.
     pub fn mttkrp(
         &self,
         factors: &[Matrix],
         mode: usize,
         out: &mut Matrix,
         pool: &rayon::ThreadPool,
-    ) -> Result<()> {
+    ) -> Result<CooSync> {
         self.mttkrp_with(factors, mode, out, &BaselineOptions::default(), pool)
     }
 
-    /// MTTKRP of `mode` into `out` (overwritten) with `opts.coo_sync`.
+    /// MTTKRP of `mode` into `out` (overwritten) with `opts.coo_sync`; returns what ran (on
+    /// one thread always `Privatized`: the thread's only copy is the output itself).
     pub fn mttkrp_with(
         &self,
         factors: &[Matrix],
@@ -91,7 +92,7 @@ impl CooFormat {
         out: &mut Matrix,
         opts: &BaselineOptions,
         pool: &rayon::ThreadPool,
-    ) -> Result<()> {
+    ) -> Result<CooSync> {
         let rank = check_call(self.dims(), factors, mode, out)?;
         let isa = opts.resolve_isa()?;
         let threads = pool.current_num_threads();
@@ -144,13 +145,14 @@ impl CooFormat {
                 rows::reduce_private(out.as_mut_slice(), &bufs);
             }
         });
-        Ok(())
+        Ok(sync)
     }
 }
 
-/// Where contribution rows go.
+/// Where contribution rows go: `add(offset, contrib)` adds `contrib` to the output entries
+/// `offset..offset + contrib.len()` (row-major, so `offset = row * rank + first column`).
 pub(crate) trait Sink {
-    fn add<const R: usize>(&mut self, row: usize, contrib: &[f64], rank: usize);
+    fn add(&mut self, offset: usize, contrib: &[f64]);
 }
 
 /// Atomic adds on a shared output.
@@ -160,10 +162,9 @@ pub(crate) struct AtomicSink<'a> {
 
 impl Sink for AtomicSink<'_> {
     #[inline(always)]
-    fn add<const R: usize>(&mut self, row: usize, contrib: &[f64], rank: usize) {
-        let n = rows::len::<R>(rank);
-        let dst = &self.cells[row * rank..row * rank + n];
-        for (cell, &x) in dst.iter().zip(&contrib[..n]) {
+    fn add(&mut self, offset: usize, contrib: &[f64]) {
+        let dst = &self.cells[offset..offset + contrib.len()];
+        for (cell, &x) in dst.iter().zip(contrib) {
             atomic_add_f64(cell, x);
         }
     }
@@ -176,8 +177,11 @@ pub(crate) struct PlainSink<'a> {
 
 impl Sink for PlainSink<'_> {
     #[inline(always)]
-    fn add<const R: usize>(&mut self, row: usize, contrib: &[f64], rank: usize) {
-        rows::add_assign::<R>(&mut self.data[row * rank..], contrib, rank)
+    fn add(&mut self, offset: usize, contrib: &[f64]) {
+        let dst = &mut self.data[offset..offset + contrib.len()];
+        for (d, &x) in dst.iter_mut().zip(contrib) {
+            *d += x;
+        }
     }
 }
 
@@ -193,39 +197,61 @@ struct Job<'a> {
 impl Job<'_> {
     /// Adds each nonzero's contribution row in `range` to `sink`.
     fn run<S: Sink>(&self, isa: BaselineIsa, range: std::ops::Range<usize>, sink: &mut S) {
-        with_rank!(self.rank, R => match isa {
+        with_rank!(self.rank, R, C => match isa {
             #[cfg(target_arch = "x86_64")]
             BaselineIsa::Avx2 => {
                 // SAFETY: `isa` was resolved against the CPU, which therefore has AVX2 and FMA.
-                unsafe { chunk_avx2::<R, S>(self, range, sink) }
+                unsafe { chunk_avx2::<R, C, S>(self, range, sink) }
             }
-            _ => chunk::<R, S>(self, range, sink),
+            _ => chunk::<R, C, S>(self, range, sink),
         })
     }
 }
 
+/// The kernel, `C` columns at a time in a register-resident row (one chunk when the rank is
+/// specialized), as ALTO's kernel does.
 #[inline(always)]
-fn chunk<const R: usize, S: Sink>(job: &Job<'_>, range: std::ops::Range<usize>, sink: &mut S) {
-    let rank = job.rank;
-    let mut row = vec![0.0f64; rank];
+fn chunk<const R: usize, const C: usize, S: Sink>(
+    job: &Job<'_>,
+    range: std::ops::Range<usize>,
+    sink: &mut S,
+) {
+    let rank = rows::len::<R>(job.rank);
     let first = if job.mode == 0 { 1 } else { 0 };
     for k in range {
         let v = job.vals[k];
-        let i = job.inds[first][k] as usize;
-        rows::set_scaled::<R>(&mut row, v, &job.factors[first][i * rank..], rank);
-        for m in first + 1..job.inds.len() {
-            if m == job.mode {
-                continue;
+        let target = job.inds[job.mode][k] as usize * rank;
+        let mut c0 = 0;
+        while c0 < rank {
+            let w = C.min(rank - c0);
+            let mut row = [0.0f64; C];
+            let i = job.inds[first][k] as usize;
+            let u = &job.factors[first][i * rank + c0..][..w];
+            for (r, &x) in row[..w].iter_mut().zip(u) {
+                *r = v * x;
             }
-            let i = job.inds[m][k] as usize;
-            rows::mul_assign::<R>(&mut row, &job.factors[m][i * rank..], rank);
+            for m in first + 1..job.inds.len() {
+                if m == job.mode {
+                    continue;
+                }
+                let i = job.inds[m][k] as usize;
+                let u = &job.factors[m][i * rank + c0..][..w];
+                for (r, &x) in row[..w].iter_mut().zip(u) {
+                    *r *= x;
+                }
+            }
+            sink.add(target + c0, &row[..w]);
+            c0 += C;
         }
-        sink.add::<R>(job.inds[job.mode][k] as usize, &row, rank);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn chunk_avx2<const R: usize, S: Sink>(job: &Job<'_>, range: std::ops::Range<usize>, sink: &mut S) {
-    chunk::<R, S>(job, range, sink)
+fn chunk_avx2<const R: usize, const C: usize, S: Sink>(
+    job: &Job<'_>,
+    range: std::ops::Range<usize>,
+    sink: &mut S,
+) {
+    chunk::<R, C, S>(job, range, sink)
 }

@@ -312,20 +312,20 @@ fn run_tile(
         tasks.push((a, b, first_row, rows_));
     }
     tasks.par_iter_mut().for_each(|(a, b, first_row, rows_)| {
-        with_rank!(rank, R => match isa {
+        with_rank!(rank, R, C => match isa {
             #[cfg(target_arch = "x86_64")]
             BaselineIsa::Avx2 => {
                 // SAFETY: `isa` was resolved against the CPU, which has AVX2 and FMA.
-                unsafe { slices_avx2::<R>(tree, by_level, rank, *a..*b, *first_row, rows_) }
+                unsafe { slices_avx2::<R, C>(tree, by_level, rank, *a..*b, *first_row, rows_) }
             }
-            _ => slices::<R, false>(tree, by_level, rank, *a..*b, *first_row, rows_),
+            _ => slices::<R, C, false>(tree, by_level, rank, *a..*b, *first_row, rows_),
         })
     });
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn slices_avx2<const R: usize>(
+fn slices_avx2<const R: usize, const C: usize>(
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -333,13 +333,13 @@ fn slices_avx2<const R: usize>(
     first_row: u64,
     out: &mut [f64],
 ) {
-    slices::<R, true>(tree, by_level, rank, range, first_row, out)
+    slices::<R, C, true>(tree, by_level, rank, range, first_row, out)
 }
 
 /// SPLATT's root kernel over root slices `range`; `out` holds rows `first_row..`. `AVX2`: the
 /// caller runs with AVX2 and FMA enabled, and so must the recursion.
 #[inline(always)]
-fn slices<const R: usize, const AVX2: bool>(
+fn slices<const R: usize, const C: usize, const AVX2: bool>(
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -353,7 +353,7 @@ fn slices<const R: usize, const AVX2: bool>(
     for s in range {
         let (acc, rest) = scratch.split_at_mut(rank);
         rows::zero::<R>(acc, rank);
-        node_sum::<R, AVX2>(tree, by_level, rank, 0, s, acc, rest);
+        node_sum::<R, C, AVX2>(tree, by_level, rank, 0, s, acc, rest);
         let row = (tree.fids[0][s] - first_row) as usize * rank;
         rows::add_assign::<R>(&mut out[row..], acc, rank);
     }
@@ -362,7 +362,7 @@ fn slices<const R: usize, const AVX2: bool>(
 /// Adds to `acc` the sum, over the children `c` of node `f` of level `l`, of the child's
 /// value: a leaf's is `val * U(leaf id)`, an inner node's is `U(id) * (sum of its children)`.
 #[inline(always)]
-fn node_sum<const R: usize, const AVX2: bool>(
+fn node_sum<const R: usize, const C: usize, const AVX2: bool>(
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -376,8 +376,22 @@ fn node_sum<const R: usize, const AVX2: bool>(
     let u = by_level[l + 1];
     let ids = &tree.fids[l + 1];
     if l + 2 == order {
-        for (&i, &v) in ids[lo..hi].iter().zip(&tree.vals[lo..hi]) {
-            rows::add_scaled::<R>(acc, v, &u[i as usize * rank..], rank);
+        // The leaves: accumulate `C` columns at a time in registers.
+        let rank = rows::len::<R>(rank);
+        let mut c0 = 0;
+        while c0 < rank {
+            let w = C.min(rank - c0);
+            let mut sum = [0.0f64; C];
+            for (&i, &v) in ids[lo..hi].iter().zip(&tree.vals[lo..hi]) {
+                let row = &u[i as usize * rank + c0..][..w];
+                for (a, &x) in sum[..w].iter_mut().zip(row) {
+                    *a += v * x;
+                }
+            }
+            for (a, &x) in acc[c0..c0 + w].iter_mut().zip(&sum[..w]) {
+                *a += x;
+            }
+            c0 += C;
         }
     } else {
         let (tmp, rest) = scratch.split_at_mut(rank);
@@ -388,18 +402,18 @@ fn node_sum<const R: usize, const AVX2: bool>(
             if AVX2 {
                 // SAFETY: AVX2 is only true below an AVX2 entry point, reached after checking
                 // the CPU.
-                unsafe { node_sum_avx2::<R>(tree, by_level, rank, l + 1, c, tmp, rest) };
+                unsafe { node_sum_avx2::<R, C>(tree, by_level, rank, l + 1, c, tmp, rest) };
             } else {
-                node_sum_portable::<R>(tree, by_level, rank, l + 1, c, tmp, rest);
+                node_sum_portable::<R, C>(tree, by_level, rank, l + 1, c, tmp, rest);
             }
             #[cfg(not(target_arch = "x86_64"))]
-            node_sum_portable::<R>(tree, by_level, rank, l + 1, c, tmp, rest);
+            node_sum_portable::<R, C>(tree, by_level, rank, l + 1, c, tmp, rest);
             rows::add_product::<R>(acc, tmp, &u[i as usize * rank..], rank);
         }
     }
 }
 
-fn node_sum_portable<const R: usize>(
+fn node_sum_portable<const R: usize, const C: usize>(
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -408,12 +422,12 @@ fn node_sum_portable<const R: usize>(
     acc: &mut [f64],
     scratch: &mut [f64],
 ) {
-    node_sum::<R, false>(tree, by_level, rank, l, f, acc, scratch)
+    node_sum::<R, C, false>(tree, by_level, rank, l, f, acc, scratch)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn node_sum_avx2<const R: usize>(
+fn node_sum_avx2<const R: usize, const C: usize>(
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -422,7 +436,7 @@ fn node_sum_avx2<const R: usize>(
     acc: &mut [f64],
     scratch: &mut [f64],
 ) {
-    node_sum::<R, true>(tree, by_level, rank, l, f, acc, scratch)
+    node_sum::<R, C, true>(tree, by_level, rank, l, f, acc, scratch)
 }
 
 #[cfg(test)]

@@ -233,9 +233,8 @@ impl HicooFormat {
                     .for_each(|(r, chunk)| {
                         chunk.fill(0.0);
                         let first_row = (r as u64) << self.superblock_bits;
-                        let mut row = vec![0.0; rank];
                         for &k in &ids[ptr[r] as usize..ptr[r + 1] as usize] {
-                            job.superblock(k as usize, first_row, chunk, &mut row);
+                            job.superblock(k as usize, first_row, chunk);
                         }
                     });
             }
@@ -255,13 +254,12 @@ impl HicooFormat {
                     slots[0].lock().expect("not poisoned").fill(0.0);
                     rayon::broadcast(|ctx| {
                         let mut buf = slots[ctx.index()].lock().expect("not poisoned");
-                        let mut row = vec![0.0; rank];
                         loop {
                             let k = next.fetch_add(1, Ordering::Relaxed);
                             if k >= nk {
                                 break;
                             }
-                            job.superblock(k, 0, &mut buf, &mut row);
+                            job.superblock(k, 0, &mut buf);
                         }
                     });
                 }
@@ -385,92 +383,76 @@ struct Job<'a> {
 
 impl Job<'_> {
     /// Adds superblock `k`'s contributions to `out`, which holds output rows `first_row..`.
-    /// `row` is scratch of `rank` entries.
-    fn superblock(&self, k: usize, first_row: u64, out: &mut [f64], row: &mut [f64]) {
-        with_rank!(self.rank, R => match self.isa {
+    fn superblock(&self, k: usize, first_row: u64, out: &mut [f64]) {
+        with_rank!(self.rank, R, C => match self.isa {
             #[cfg(target_arch = "x86_64")]
             BaselineIsa::Avx2 => {
                 // SAFETY: `isa` was resolved against the CPU, which has AVX2 and FMA.
-                unsafe { superblock_avx2::<R>(self, k, first_row, out, row) }
+                unsafe { superblock_avx2::<R, C>(self, k, first_row, out) }
             }
-            _ => superblock::<R>(self, k, first_row, out, row),
+            _ => superblock::<R, C>(self, k, first_row, out),
         })
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn superblock_avx2<const R: usize>(
+fn superblock_avx2<const R: usize, const C: usize>(
     job: &Job<'_>,
     k: usize,
     first_row: u64,
     out: &mut [f64],
-    row: &mut [f64],
 ) {
-    superblock::<R>(job, k, first_row, out, row)
+    superblock::<R, C>(job, k, first_row, out)
 }
 
 /// ParTI's "matrix tiling" kernel: per block, the factor rows and the output are offset to the
-/// block's corner once, and each nonzero adds its 8-bit offsets.
+/// block's corner once, and each nonzero adds its 8-bit offsets; the contribution row is built
+/// `C` columns at a time in registers.
 #[inline(always)]
-fn superblock<const R: usize>(
+fn superblock<const R: usize, const C: usize>(
     job: &Job<'_>,
     k: usize,
     first_row: u64,
     out: &mut [f64],
-    row: &mut [f64],
 ) {
     let f = job.f;
-    let (rank, mode) = (job.rank, job.mode);
+    let rank = rows::len::<R>(job.rank);
+    let mode = job.mode;
     let order = f.order();
-    let mut bases: [&[f64]; MAX_ORDER] = [&[]; MAX_ORDER];
+    let mut corners = [0usize; MAX_ORDER];
     let first = if mode == 0 { 1 } else { 0 };
+    let mut sink = PlainSink { data: out };
     for b in f.kptr[k] as usize..f.kptr[k + 1] as usize {
-        for (m, base) in bases[..order].iter_mut().enumerate() {
-            let corner = (f.binds[m][b] as usize) << f.block_bits;
-            *base = if m == mode {
-                &[]
-            } else {
-                &job.factors[m][corner * rank..]
-            };
+        for (m, c) in corners[..order].iter_mut().enumerate() {
+            *c = (f.binds[m][b] as usize) << f.block_bits;
         }
-        let out_corner = (((f.binds[mode][b] as u64) << f.block_bits) - first_row) as usize;
-        let mut sink = PlainSink {
-            data: &mut out[out_corner * rank..],
-        };
+        let out_corner = corners[mode] - first_row as usize;
         for e in f.bptr[b] as usize..f.bptr[b + 1] as usize {
             let v = f.vals[e];
-            let i = f.einds[first][e] as usize;
-            rows::set_scaled::<R>(row, v, &bases[first][i * rank..], rank);
-            for (m, base) in bases[..order].iter().enumerate().skip(first + 1) {
-                if m == mode {
-                    continue;
+            let target = (out_corner + f.einds[mode][e] as usize) * rank;
+            let mut c0 = 0;
+            while c0 < rank {
+                let w = C.min(rank - c0);
+                let mut row = [0.0f64; C];
+                let i = corners[first] + f.einds[first][e] as usize;
+                let u = &job.factors[first][i * rank + c0..][..w];
+                for (r, &x) in row[..w].iter_mut().zip(u) {
+                    *r = v * x;
                 }
-                let i = f.einds[m][e] as usize;
-                rows::mul_assign::<R>(row, &base[i * rank..], rank);
+                for (m, &corner) in corners[..order].iter().enumerate().skip(first + 1) {
+                    if m == mode {
+                        continue;
+                    }
+                    let i = corner + f.einds[m][e] as usize;
+                    let u = &job.factors[m][i * rank + c0..][..w];
+                    for (r, &x) in row[..w].iter_mut().zip(u) {
+                        *r *= x;
+                    }
+                }
+                sink.add(target + c0, &row[..w]);
+                c0 += C;
             }
-            sink.add::<R>(f.einds[mode][e] as usize, row, rank);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_branch_of_the_schedule_heuristic() {
-        use HicooSync::*;
-        let big = u64::MAX;
-        // One thread never privatizes.
-        assert_eq!(choose_hicoo_sync(1, 100, 100, 1, 2.0, 0, big), Scheduled);
-        // Fewer rows than threads: privatize (ParTI's rule).
-        assert_eq!(choose_hicoo_sync(3, 10, 30, 4, 2.0, 0, big), Privatized);
-        // Enough balanced rows: the conflict-free schedule.
-        assert_eq!(choose_hicoo_sync(8, 10, 80, 4, 2.0, 0, big), Scheduled);
-        // One row holds most nonzeros: privatize.
-        assert_eq!(choose_hicoo_sync(8, 60, 80, 4, 2.0, 0, big), Privatized);
-        // ... unless the private copies do not fit.
-        assert_eq!(choose_hicoo_sync(8, 60, 80, 4, 2.0, 1000, 999), Scheduled);
     }
 }

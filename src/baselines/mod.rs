@@ -266,11 +266,12 @@ impl Baseline {
         mode: usize,
         out: &mut Matrix,
         pool: &rayon::ThreadPool,
-    ) -> Result<()> {
+    ) -> Result<&'static str> {
         self.mttkrp_with(factors, mode, out, &BaselineOptions::default(), pool)
     }
 
-    /// MTTKRP with explicit options.
+    /// MTTKRP with explicit options; returns the name of what ran (COO's and HiCOO's
+    /// conflict resolution, `csf` or `csf-tile`).
     pub fn mttkrp_with(
         &self,
         factors: &[Matrix],
@@ -278,11 +279,21 @@ impl Baseline {
         out: &mut Matrix,
         opts: &BaselineOptions,
         pool: &rayon::ThreadPool,
-    ) -> Result<()> {
+    ) -> Result<&'static str> {
         match self {
-            Baseline::Coo(f) => f.mttkrp_with(factors, mode, out, opts, pool),
-            Baseline::Csf(f) => f.mttkrp_with(factors, mode, out, opts, pool),
-            Baseline::Hicoo(f) => f.mttkrp_with(factors, mode, out, opts, pool).map(|_| ()),
+            Baseline::Coo(f) => f
+                .mttkrp_with(factors, mode, out, opts, pool)
+                .map(CooSync::name),
+            Baseline::Csf(f) => f.mttkrp_with(factors, mode, out, opts, pool).map(|_| {
+                if f.tiled() {
+                    "csf-tile"
+                } else {
+                    "csf"
+                }
+            }),
+            Baseline::Hicoo(f) => f
+                .mttkrp_with(factors, mode, out, opts, pool)
+                .map(HicooSync::name),
         }
     }
 }

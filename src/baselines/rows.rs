@@ -12,39 +12,12 @@ pub(crate) fn len<const R: usize>(rank: usize) -> usize {
     }
 }
 
-/// `dst = s * src`.
-#[inline(always)]
-pub(crate) fn set_scaled<const R: usize>(dst: &mut [f64], s: f64, src: &[f64], rank: usize) {
-    let n = len::<R>(rank);
-    for (d, &x) in dst[..n].iter_mut().zip(&src[..n]) {
-        *d = s * x;
-    }
-}
-
-/// `dst *= src` (entrywise).
-#[inline(always)]
-pub(crate) fn mul_assign<const R: usize>(dst: &mut [f64], src: &[f64], rank: usize) {
-    let n = len::<R>(rank);
-    for (d, &x) in dst[..n].iter_mut().zip(&src[..n]) {
-        *d *= x;
-    }
-}
-
 /// `dst += src`.
 #[inline(always)]
 pub(crate) fn add_assign<const R: usize>(dst: &mut [f64], src: &[f64], rank: usize) {
     let n = len::<R>(rank);
     for (d, &x) in dst[..n].iter_mut().zip(&src[..n]) {
         *d += x;
-    }
-}
-
-/// `dst += s * src`.
-#[inline(always)]
-pub(crate) fn add_scaled<const R: usize>(dst: &mut [f64], s: f64, src: &[f64], rank: usize) {
-    let n = len::<R>(rank);
-    for (d, &x) in dst[..n].iter_mut().zip(&src[..n]) {
-        *d += s * x;
     }
 }
 
@@ -63,28 +36,35 @@ pub(crate) fn zero<const R: usize>(dst: &mut [f64], rank: usize) {
     dst[..len::<R>(rank)].fill(0.0);
 }
 
-/// Runs `$body` with `$R` bound to a `const usize`: the rank when it is specialized, else 0.
+/// Runs `$body` with `$R` bound to a `const usize`: the rank when it is specialized, else 0;
+/// and `$C` to the column chunk the kernels keep in registers: the rank when specialized (one
+/// chunk per row), else 16.
 macro_rules! with_rank {
-    ($rank:expr, $R:ident => $body:expr) => {
+    ($rank:expr, $R:ident, $C:ident => $body:expr) => {
         match $rank {
             8 => {
                 const $R: usize = 8;
+                const $C: usize = 8;
                 $body
             }
             16 => {
                 const $R: usize = 16;
+                const $C: usize = 16;
                 $body
             }
             32 => {
                 const $R: usize = 32;
+                const $C: usize = 32;
                 $body
             }
             64 => {
                 const $R: usize = 64;
+                const $C: usize = 64;
                 $body
             }
             _ => {
                 const $R: usize = 0;
+                const $C: usize = 16;
                 $body
             }
         }
