@@ -9,7 +9,7 @@
 
 use crate::config::Ctx;
 use crate::tensors::{self, TensorInfo, TensorSpec};
-use alto::baselines::{Baseline, BaselineKind, BaselineOptions, CooSync};
+use alto::baselines::{Baseline, BaselineIsa, BaselineKind, BaselineOptions, CooSync};
 use alto::dispatch::{best_isa, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::mttkrp::{mttkrp, mttkrp_oracle, MttkrpOptions, Workspace};
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bump when the meaning of cached entries changes.
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 /// One thing that is built and timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -151,6 +151,16 @@ pub struct Entry {
     /// Largest relative difference from the oracle over every checked entry.
     pub max_rel_err: Option<f64>,
     pub timed: bool,
+    /// The instruction sets the kernels ran with (`alto` / `baseline`): a cached entry measured
+    /// with others is measured again.
+    pub isas: String,
+}
+
+/// `alto=<isa> baseline=<isa>` of this process.
+pub fn isas_now() -> String {
+    let a = alto::dispatch::default_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
+    let b = experiment_baseline_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
+    format!("alto={a} baseline={b}")
 }
 
 impl Entry {
@@ -167,6 +177,7 @@ impl Entry {
             modes: Vec::new(),
             max_rel_err: None,
             timed: true,
+            isas: isas_now(),
         }
     }
 
@@ -191,7 +202,10 @@ impl Entry {
     }
 
     fn satisfies(&self, need: &Need, rank: usize) -> bool {
-        self.version == CACHE_VERSION && self.rank == rank && (self.timed || !need.timed)
+        self.version == CACHE_VERSION
+            && self.rank == rank
+            && (self.timed || !need.timed)
+            && self.isas == isas_now()
     }
 }
 
@@ -461,6 +475,7 @@ impl<'a> TensorRun<'a> {
                 modes: Vec::new(),
                 max_rel_err: None,
                 timed: n.timed,
+                isas: isas_now(),
             };
             if n.timed {
                 if let Err((status, why)) = self.time_variant(&format, n.variant, pool, bar, &mut e)
@@ -514,6 +529,7 @@ impl<'a> TensorRun<'a> {
             _ => Some(MttkrpOptions::default()),
         };
         let base_opts = BaselineOptions {
+            isa: Some(experiment_baseline_isa().map_err(|e| (Status::Unsupported, e.to_string()))?),
             coo_sync: if v == Variant::CooPrivatized {
                 CooSync::Privatized
             } else {
@@ -602,6 +618,21 @@ fn build_name(b: Build) -> &'static str {
         Build::Baseline(k) => k.name(),
         Build::Alto => "ALTO",
     }
+}
+
+/// The baselines' instruction set in the experiments: vector code only when ALTO's kernels are
+/// vectorized too (its default ISA is not `scalar`), so neither side gets wider vectors than
+/// the other; `ALTO_BASELINE_ISA` overrides.
+pub fn experiment_baseline_isa() -> alto::Result<BaselineIsa> {
+    if std::env::var_os(alto::baselines::BASELINE_ISA_ENV).is_some() {
+        return alto::baselines::default_baseline_isa();
+    }
+    let alto_isa = alto::dispatch::default_isa()?;
+    Ok(if alto_isa.name() == "scalar" {
+        BaselineIsa::Portable
+    } else {
+        BaselineIsa::best()
+    })
 }
 
 /// Maps a library error to how the figures report it.

@@ -168,7 +168,78 @@ pub fn render(fig: &Figure, path: &Path) -> Result<()> {
         + fig.panels.len() as u32 * panel_h
         + fig.notes.len() as u32 * NOTE_H
         + 12;
-    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+    let mut pixels = vec![0u8; width as usize * height as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
+        draw_figure(
+            fig,
+            &root,
+            width,
+            height,
+            rows,
+            &legend_items,
+            label_h,
+            panel_h,
+        )?;
+        root.present().map_err(err)?;
+    }
+    write_png(path, &pixels, width, height)
+}
+
+/// Encodes RGB pixels as a PNG: indexed colour when the image has at most 256 colours (bar
+/// charts usually do), best compression; figures stay small enough to commit.
+fn write_png(path: &Path, rgb: &[u8], width: u32, height: u32) -> Result<()> {
+    use std::collections::HashMap;
+    let file = std::fs::File::create(path)
+        .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), width, height);
+    enc.set_compression(png::Compression::Best);
+    enc.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+    let mut palette: HashMap<[u8; 3], u8> = HashMap::new();
+    let mut indexed = Vec::with_capacity(rgb.len() / 3);
+    for px in rgb.chunks_exact(3) {
+        let key = [px[0], px[1], px[2]];
+        let next = palette.len();
+        let idx = *palette.entry(key).or_insert(next.min(255) as u8);
+        if palette.len() > 256 {
+            break;
+        }
+        indexed.push(idx);
+    }
+    let data: Vec<u8> = if palette.len() <= 256 {
+        let mut table = vec![0u8; palette.len() * 3];
+        for (c, &i) in &palette {
+            table[i as usize * 3..i as usize * 3 + 3].copy_from_slice(c);
+        }
+        enc.set_color(png::ColorType::Indexed);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_palette(table);
+        enc.set_filter(png::FilterType::NoFilter);
+        enc.set_adaptive_filter(png::AdaptiveFilterType::NonAdaptive);
+        indexed
+    } else {
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        rgb.to_vec()
+    };
+    let mut w = enc.write_header().map_err(err)?;
+    w.write_image_data(&data).map_err(err)?;
+    w.finish().map_err(err)?;
+    Ok(())
+}
+
+/// Draws the whole figure on `root`.
+#[allow(clippy::too_many_arguments)]
+fn draw_figure(
+    fig: &Figure,
+    root: &DrawingArea<BitMapBackend<'_>, Shift>,
+    width: u32,
+    height: u32,
+    rows: u32,
+    legend_items: &[u32],
+    label_h: u32,
+    panel_h: u32,
+) -> Result<()> {
     root.fill(&WHITE).map_err(err)?;
     let title_style = TextStyle::from((FAMILY, 22).into_font())
         .color(&BLACK)
@@ -186,7 +257,7 @@ pub fn render(fig: &Figure, path: &Path) -> Result<()> {
     let total_first_row: u32 = legend_items.iter().sum::<u32>().min(width - 80);
     let mut lx = ((width - total_first_row) / 2) as i32;
     let mut ly = (TITLE_H + LEGEND_ROW_H / 2) as i32;
-    for (s, w) in fig.series.iter().zip(&legend_items) {
+    for (s, w) in fig.series.iter().zip(legend_items) {
         if lx as u32 + w > width - 40 {
             lx = 40;
             ly += LEGEND_ROW_H as i32;
@@ -209,7 +280,7 @@ pub fn render(fig: &Figure, path: &Path) -> Result<()> {
     let mut area = body;
     for panel in &fig.panels {
         let (this, rest) = area.split_vertically(panel_h);
-        draw_panel(&root, &this, panel, &fig.series, label_h)?;
+        draw_panel(root, &this, panel, &fig.series, label_h)?;
         area = rest;
     }
     let note_style = TextStyle::from((FAMILY, 13).into_font())

@@ -10,23 +10,30 @@ use crate::measure::{Entry, TensorData};
 use serde::Serialize;
 use std::path::Path;
 
-/// One measured number.
+/// One measurement (a format variant on a tensor at a thread count); times in seconds, rounded
+/// to 5 significant digits. Per-mode arrays are indexed by mode.
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordRow {
     pub tensor: String,
     pub variant: String,
     pub threads: usize,
-    /// `None`: all modes (sums of per-mode medians, and of mins and maxes).
-    pub mode: Option<usize>,
     pub status: String,
-    pub reps: Option<usize>,
-    pub min_s: Option<f64>,
-    pub median_s: Option<f64>,
-    pub max_s: Option<f64>,
     pub build_s: Option<f64>,
     pub storage_bytes: Option<u64>,
-    /// What ran (kernel and strategy names).
-    pub ran: Option<String>,
+    pub reps: Vec<usize>,
+    pub min_s: Vec<f64>,
+    pub median_s: Vec<f64>,
+    pub max_s: Vec<f64>,
+    /// What ran on each mode (kernel and strategy names).
+    pub ran: Vec<String>,
+    /// All modes: the sums of the per-mode min, median and max.
+    pub all_modes_min_s: Option<f64>,
+    pub all_modes_median_s: Option<f64>,
+    pub all_modes_max_s: Option<f64>,
+}
+
+fn sig5(x: f64) -> f64 {
+    format!("{x:.4e}").parse().unwrap_or(x)
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -67,7 +74,7 @@ impl Record {
             alto_isa: alto::dispatch::default_isa()
                 .map(|i| i.name().to_string())
                 .unwrap_or_else(|e| e.to_string()),
-            baseline_isa: alto::baselines::default_baseline_isa()
+            baseline_isa: crate::measure::experiment_baseline_isa()
                 .map(|i| i.name().to_string())
                 .unwrap_or_else(|e| e.to_string()),
             git_commit: git_commit(),
@@ -77,44 +84,30 @@ impl Record {
         }
     }
 
-    /// Adds an entry: one row for all modes and one per mode when it was timed.
+    /// Adds an entry.
     pub fn add(&mut self, tensor: &TensorData, e: &Entry) {
-        let base = RecordRow {
+        let col = |f: fn(&crate::measure::ModeTime) -> f64| -> Vec<f64> {
+            e.modes.iter().map(|m| sig5(f(m))).collect()
+        };
+        let sum = |f: fn(&crate::measure::ModeTime) -> f64| -> Option<f64> {
+            (!e.modes.is_empty()).then(|| sig5(e.modes.iter().map(f).sum()))
+        };
+        self.measurements.push(RecordRow {
             tensor: tensor.info.name.clone(),
             variant: e.variant.name().to_string(),
             threads: e.threads,
-            mode: None,
             status: format!("{:?}", e.status).to_lowercase(),
-            reps: None,
-            min_s: None,
-            median_s: None,
-            max_s: None,
-            build_s: e.build_s,
+            build_s: e.build_s.map(sig5),
             storage_bytes: e.storage_bytes,
-            ran: None,
-        };
-        if e.modes.is_empty() {
-            self.measurements.push(base);
-            return;
-        }
-        self.measurements.push(RecordRow {
-            reps: e.modes.iter().map(|m| m.reps).min(),
-            min_s: Some(e.modes.iter().map(|m| m.min_s).sum()),
-            median_s: Some(e.modes.iter().map(|m| m.median_s).sum()),
-            max_s: Some(e.modes.iter().map(|m| m.max_s).sum()),
-            ..base.clone()
+            reps: e.modes.iter().map(|m| m.reps).collect(),
+            min_s: col(|m| m.min_s),
+            median_s: col(|m| m.median_s),
+            max_s: col(|m| m.max_s),
+            ran: e.modes.iter().map(|m| m.ran.clone()).collect(),
+            all_modes_min_s: sum(|m| m.min_s),
+            all_modes_median_s: sum(|m| m.median_s),
+            all_modes_max_s: sum(|m| m.max_s),
         });
-        for m in &e.modes {
-            self.measurements.push(RecordRow {
-                mode: Some(m.mode),
-                reps: Some(m.reps),
-                min_s: Some(m.min_s),
-                median_s: Some(m.median_s),
-                max_s: Some(m.max_s),
-                ran: Some(m.ran.clone()),
-                ..base.clone()
-            });
-        }
     }
 
     /// Writes compact JSON (records are committed with small-scale reports).
@@ -138,7 +131,8 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// `git rev-parse HEAD` of the repository, with `-dirty` when the tree has changes.
+/// `git rev-parse HEAD` of the repository, with `-dirty` when tracked files outside `reports/`
+/// have changes.
 pub fn git_commit() -> String {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let run = |args: &[&str]| {
@@ -153,8 +147,16 @@ pub fn git_commit() -> String {
     };
     match run(&["rev-parse", "HEAD"]) {
         Some(h) => {
-            let dirty = run(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            // Generated reports do not make the code dirty.
+            let dirty = run(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!reports",
+            ])
+            .is_some_and(|s| !s.is_empty());
             if dirty {
                 format!("{h}-dirty")
             } else {
@@ -197,6 +199,12 @@ pub fn utc_string(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding() {
+        assert_eq!(sig5(0.000123456789), 0.00012346);
+        assert_eq!(sig5(12345.678), 12346.0);
+    }
 
     #[test]
     fn dates() {
