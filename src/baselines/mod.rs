@@ -310,7 +310,8 @@ pub fn estimate_build_bytes(kind: BaselineKind, coo: &CooTensor, threads: usize)
         // nonzero plus the values.
         BaselineKind::Csf => sort + order * nnz * (order * 16 + 8),
         BaselineKind::CsfTile => {
-            sort + order * nnz * (order * 16 + 8) + threads.pow(order as u32 - 1) as u64 * 8
+            let tiles = (csf::tile_dim_for(coo.order(), threads) as u64).pow(order as u32 - 1);
+            sort + order * nnz * (order * 16 + 8) + order * tiles * 8
         }
         BaselineKind::HicooSb10 | BaselineKind::HicooSb14 => sort + nnz * (order * 13 + 24),
     }
@@ -359,4 +360,24 @@ pub(crate) fn check_call(
 /// experiments, so none of them profits from another's ordering or duplicate handling.
 pub fn canonical_coo(coo: &CooTensor) -> Result<CooTensor> {
     sort::canonical(coo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_do_not_overflow_and_names_round_trip() {
+        let dims = vec![3u64; 12];
+        let inds = vec![vec![0u64, 1, 2]; 12];
+        let coo = CooTensor::new(dims, inds, vec![1.0, 2.0, 3.0]).unwrap();
+        for kind in BaselineKind::ALL {
+            let b = estimate_build_bytes(kind, &coo, 112);
+            assert!(b > 0 && b < 1 << 40, "{kind}: {b}");
+            assert_eq!(BaselineKind::from_name(kind.name()), Some(kind));
+        }
+        assert!(!BaselineKind::HicooSb10.paper_supports(5));
+        assert!(BaselineKind::Csf.mode_specific() && !BaselineKind::Coo.mode_specific());
+        assert_eq!(BaselineIsa::from_name("avx2"), Some(BaselineIsa::Avx2));
+    }
 }
