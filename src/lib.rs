@@ -14,9 +14,12 @@
 //! - [`matrix`]: dense factors and their `.npy` files;
 //! - [`topology`], [`pool`], [`affinity`]: the machine and the pinned worker pool;
 //! - [`counters`], [`model`]: perf-event counts of a region and the analytic traffic model;
-//! - [`record`]: the measurement record written beside every result.
+//! - [`record`]: the measurement record written beside every result;
+//! - [`baselines`]: the formats of the paper's comparison (COO, CSF, HiCOO) with the same
+//!   parallel MTTKRP interface, for the experiments.
 
 pub mod affinity;
+pub mod baselines;
 pub mod binfile;
 pub mod coo;
 pub mod counters;

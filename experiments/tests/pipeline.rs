@@ -1,0 +1,95 @@
+//! End to end: every figure on two tiny stand-ins and one real-format file, into a temporary
+//! reports directory; then a second run that must come entirely from the cache.
+
+use alto_experiments::{run_figures, Opts};
+use clap::Parser;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    opts: Opts,
+}
+
+const FIGURES: [&str; 6] = ["fig06", "fig07", "fig08", "fig10", "fig11", "fig12"];
+
+fn opts(reports: &std::path::Path, data: &std::path::Path) -> Opts {
+    Cli::parse_from([
+        "test",
+        "--scale",
+        "0.002",
+        "--tensors",
+        "nips,darpa,tiny",
+        "--data",
+        data.to_str().unwrap(),
+        "--threads",
+        "1,2",
+        "--reps",
+        "1",
+        "--min-seconds",
+        "0",
+        "--reports",
+        reports.to_str().unwrap(),
+        "--host",
+        "testhost",
+        "--no-progress",
+    ])
+    .opts
+}
+
+#[test]
+fn all_figures_render_and_resume_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // A 5-D tensor: HiCOO runs it, the figures note the paper's HiCOO could not.
+    std::fs::write(
+        data.join("tiny.tns"),
+        "1 1 1 1 1 1.0\n2 3 1 2 1 2.0\n3 1 2 2 2 0.5\n1 2 3 1 2 1.5\n",
+    )
+    .unwrap();
+    let reports = dir.path().join("reports");
+    run_figures(&FIGURES, opts(&reports, &data)).unwrap();
+    for f in FIGURES {
+        let d = reports.join(f).join("testhost");
+        for name in [format!("{f}.png"), format!("{f}.csv"), "record.json".into()] {
+            let p = d.join(&name);
+            assert!(p.metadata().map(|m| m.len() > 0).unwrap_or(false), "{p:?}");
+        }
+    }
+    let summary = std::fs::read_to_string(reports.join("SUMMARY.md")).unwrap();
+    assert!(summary.contains("8x") && summary.contains("4.3x") && summary.contains("1.3x"));
+    let csv = std::fs::read_to_string(reports.join("fig11/testhost/fig11.csv")).unwrap();
+    assert!(csv.contains("tiny") && csv.contains("ALTO"), "{csv}");
+    assert!(!csv.contains("FAILED"), "{csv}");
+    // Every cached entry is there; a second run measures nothing new.
+    let cache = reports.join(".cache/testhost");
+    let count = |p: &std::path::Path| walk(p).len();
+    let before = count(&cache);
+    let mtimes: Vec<_> = walk(&cache)
+        .into_iter()
+        .map(|p| std::fs::metadata(&p).unwrap().modified().unwrap())
+        .collect();
+    run_figures(&FIGURES, opts(&reports, &data)).unwrap();
+    assert_eq!(count(&cache), before);
+    let again: Vec<_> = walk(&cache)
+        .into_iter()
+        .map(|p| std::fs::metadata(&p).unwrap().modified().unwrap())
+        .collect();
+    assert_eq!(mtimes, again, "a cached run rewrote measurements");
+}
+
+fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                v.extend(walk(&path));
+            } else {
+                v.push(path);
+            }
+        }
+    }
+    v.sort();
+    v
+}
