@@ -1,5 +1,6 @@
 //! Command-line options shared by every figure binary, and the run context derived from them.
 
+use alto::pool::PinPolicy;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -28,6 +29,10 @@ pub struct Opts {
     /// threads (powers of two and the maximum above 8).
     #[arg(long, value_delimiter = ',')]
     pub threads: Vec<usize>,
+
+    /// Worker placement: none, compact, scatter or cores (the paper pins compactly).
+    #[arg(long, default_value = "compact")]
+    pub pin: String,
 
     /// Decomposition rank (the paper uses 16).
     #[arg(long, default_value_t = 16)]
@@ -76,6 +81,8 @@ pub struct Ctx {
     pub reports: PathBuf,
     /// Thread counts, ascending; the last is the one the single-count figures use.
     pub threads: Vec<usize>,
+    /// Worker placement of every pool (`--pin`).
+    pub pin: PinPolicy,
 }
 
 impl Ctx {
@@ -103,6 +110,7 @@ impl Ctx {
         }
         threads.sort_unstable();
         threads.dedup();
+        let pin: PinPolicy = opts.pin.parse()?;
         let host = match &opts.host {
             Some(h) => sanitize(h),
             None => host_name(),
@@ -118,7 +126,19 @@ impl Ctx {
             host,
             reports,
             threads,
+            pin,
         })
+    }
+
+    /// The backend `--pin` binds workers with here (`none` when nothing is pinned).
+    pub fn pin_backend(&self) -> String {
+        if self.pin == PinPolicy::None {
+            return "none".into();
+        }
+        match alto::topology::Topology::detect() {
+            Ok(topo) => alto::pool::BindBackend::default_for(&topo).name().into(),
+            Err(e) => format!("unknown ({e})"),
+        }
     }
 
     pub fn max_threads(&self) -> usize {

@@ -13,7 +13,7 @@ use alto::baselines::{Baseline, BaselineIsa, BaselineKind, BaselineOptions, CooS
 use alto::dispatch::{best_isa, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::mttkrp::{mttkrp, mttkrp_oracle, MttkrpOptions, Workspace};
-use alto::pool::build_pool;
+use alto::pool::build_pinned_pool;
 use alto::{AltoError, CooTensor, Matrix};
 use alto_kernels::{KernelId, RankSpec};
 use anyhow::{Context, Result};
@@ -355,7 +355,10 @@ impl Engine<'_> {
         );
         bar.set_prefix(spec.name.clone());
         for &t in &threads {
-            let pool = build_pool(t)?;
+            let (pool, placement) = build_pinned_pool(t, self.ctx.pin)?;
+            if let Some(w) = placement.warning() {
+                self.progress.log(&format!("warning: {w}"));
+            }
             let mut builds: Vec<Build> = todo
                 .iter()
                 .filter(|n| n.threads == t)

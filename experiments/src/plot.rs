@@ -3,7 +3,7 @@
 //! y axis, and a text marker where a format has no bar ("no support", "out of memory").
 //!
 //! PNG through plotters' bitmap backend; text is rendered by `ab_glyph` from DejaVu Sans
-//! embedded in the binary (`assets/DejaVuSans.ttf`), so no system font library is involved.
+//! embedded in the binary (`assets/fonts/DejaVuSans.ttf` at the repository root), so no system font library is involved.
 
 use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
@@ -13,8 +13,8 @@ use plotters::style::FontTransform;
 use std::path::Path;
 use std::sync::Once;
 
-/// DejaVu Sans 2.37 (Debian `fonts-dejavu-core`); licence in `assets/DejaVuSans-LICENSE.txt`.
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+/// DejaVu Sans 2.37 (Debian `fonts-dejavu-core`); licence in `assets/fonts/DejaVu-LICENSE.txt`.
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 
 fn register_font() {

@@ -1,12 +1,11 @@
-//! The measurement record written beside every figure (`record.json`): the machine, the run's
-//! parameters, the code version and every number the figure was drawn from.
-//!
-//! This is a stand-in for the library's `alto::record`, which another change adds; the fields
-//! are the ones it will carry (CPU model, threads, rank, tensor, repetitions, min / median /
-//! max, git commit, date), so swapping it in changes only this module.
+//! The measurement record written beside every figure: `record.json` (the machine, the run's
+//! parameters, the code version and every number the figure was drawn from) and
+//! `measurements.csv` (one [`alto::record::MeasurementRecord`] row per format, tensor, thread
+//! count and mode, the same columns every `alto` command writes).
 
 use crate::config::Ctx;
 use crate::measure::{Entry, TensorData};
+use alto::record::MeasurementRecord;
 use serde::Serialize;
 use std::path::Path;
 
@@ -15,6 +14,8 @@ use std::path::Path;
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordRow {
     pub tensor: String,
+    pub shape: Vec<u64>,
+    pub nnz: u64,
     pub variant: String,
     pub threads: usize,
     pub status: String,
@@ -40,9 +41,20 @@ fn sig5(x: f64) -> f64 {
 pub struct Record {
     pub figure: String,
     pub host: String,
+    /// `alto-experiments <figure>`.
+    pub program: String,
+    pub alto_version: String,
+    pub git_commit: String,
+    /// RFC 3339, UTC.
+    pub date_utc: String,
     pub cpu_model: String,
+    /// The kernel-relevant CPU flags this machine has ([`alto::record::KERNEL_FLAGS`]).
+    pub cpu_flags: Vec<String>,
     pub hardware_threads: usize,
     pub threads: Vec<usize>,
+    /// Worker placement (`--pin`) and the backend that applied it.
+    pub pin: String,
+    pub pin_backend: String,
     pub rank: usize,
     pub reps_min: usize,
     pub min_seconds: f64,
@@ -51,20 +63,25 @@ pub struct Record {
     pub seed: u64,
     pub alto_isa: String,
     pub baseline_isa: String,
-    pub git_commit: String,
-    pub date_utc: String,
-    pub source: &'static str,
     pub measurements: Vec<RecordRow>,
 }
 
 impl Record {
     pub fn new(ctx: &Ctx, figure: &str) -> Self {
+        let stamp = MeasurementRecord::new(&format!("alto-experiments {figure}"));
         Record {
             figure: figure.to_string(),
             host: ctx.host.clone(),
-            cpu_model: cpu_model(),
+            program: stamp.program,
+            alto_version: stamp.alto_version,
+            git_commit: stamp.git_commit,
+            date_utc: stamp.date,
+            cpu_model: stamp.cpu_model,
+            cpu_flags: stamp.cpu_flags,
             hardware_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             threads: ctx.threads.clone(),
+            pin: ctx.pin.name().to_string(),
+            pin_backend: ctx.pin_backend(),
             rank: ctx.opts.rank,
             reps_min: ctx.opts.reps,
             min_seconds: ctx.opts.min_seconds,
@@ -77,9 +94,6 @@ impl Record {
             baseline_isa: crate::measure::experiment_baseline_isa()
                 .map(|i| i.name().to_string())
                 .unwrap_or_else(|e| e.to_string()),
-            git_commit: git_commit(),
-            date_utc: now_utc(),
-            source: "alto-experiments (stand-in for alto::record)",
             measurements: Vec::new(),
         }
     }
@@ -94,6 +108,8 @@ impl Record {
         };
         self.measurements.push(RecordRow {
             tensor: tensor.info.name.clone(),
+            shape: tensor.info.dims.clone(),
+            nnz: tensor.info.nnz,
             variant: e.variant.name().to_string(),
             threads: e.threads,
             status: format!("{:?}", e.status).to_lowercase(),
@@ -110,90 +126,55 @@ impl Record {
         });
     }
 
-    /// Writes compact JSON (records are committed with small-scale reports).
+    /// One library measurement record per (row, mode) that was timed. The kernel column is
+    /// `<format variant>/<what ran>`; the ISA is the one the format's kernels use.
+    pub fn measurement_records(&self) -> Vec<MeasurementRecord> {
+        let mut out = Vec::new();
+        for row in &self.measurements {
+            for (mode, ran) in row.ran.iter().enumerate() {
+                let mut r = MeasurementRecord::new(&self.program);
+                r.alto_version.clone_from(&self.alto_version);
+                r.git_commit.clone_from(&self.git_commit);
+                r.date.clone_from(&self.date_utc);
+                r.isa = if row.variant.starts_with("ALTO") {
+                    self.alto_isa.clone()
+                } else {
+                    self.baseline_isa.clone()
+                };
+                r.kernel = format!("{}/{ran}", row.variant);
+                r.threads = row.threads;
+                r.pin.clone_from(&self.pin);
+                r.pin_backend.clone_from(&self.pin_backend);
+                r.rank = self.rank;
+                r.tensor.clone_from(&row.tensor);
+                r.shape.clone_from(&row.shape);
+                r.nnz = row.nnz;
+                r.mode = Some(mode);
+                r.repetitions = row.reps[mode];
+                r.min_s = row.min_s[mode];
+                r.median_s = row.median_s[mode];
+                r.max_s = row.max_s[mode];
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// Writes compact JSON to `path` (records are committed with small-scale reports) and the
+    /// per-mode rows as `measurements.csv` beside it.
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
         let text = serde_json::to_string(self)?;
         std::fs::write(path, text + "\n")
-            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
-    }
-}
-
-/// `model name` from `/proc/cpuinfo`.
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// `git rev-parse HEAD` of the repository, with `-dirty` when tracked files outside `reports/`
-/// have changes.
-pub fn git_commit() -> String {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let run = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(&root)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match run(&["rev-parse", "HEAD"]) {
-        Some(h) => {
-            // Generated reports do not make the code dirty.
-            let dirty = run(&[
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                ".",
-                ":!reports",
-            ])
-            .is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{h}-dirty")
-            } else {
-                h
-            }
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        let csv = path.with_file_name("measurements.csv");
+        // Rewritten, not appended: the CSV always matches the JSON beside it.
+        if csv.exists() {
+            std::fs::remove_file(&csv)
+                .map_err(|e| anyhow::anyhow!("replacing {}: {e}", csv.display()))?;
         }
-        None => "unknown".into(),
+        MeasurementRecord::append_csv(&csv, &self.measurement_records())?;
+        Ok(())
     }
-}
-
-/// The current time as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn now_utc() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    utc_string(secs)
-}
-
-/// Formats Unix seconds as UTC (days to civil date after Howard Hinnant's algorithm).
-pub fn utc_string(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 #[cfg(test)]
@@ -204,12 +185,5 @@ mod tests {
     fn rounding() {
         assert_eq!(sig5(0.000123456789), 0.00012346);
         assert_eq!(sig5(12345.678), 12346.0);
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(utc_string(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc_string(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(utc_string(1_700_000_000), "2023-11-14T22:13:20Z");
     }
 }

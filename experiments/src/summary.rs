@@ -40,9 +40,11 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     )?;
     writeln!(
         s,
-        "- Rank {}; stand-in scale {}; ALTO ISA {}; baseline ISA {}; commit {}; {}",
+        "- Rank {}; stand-in scale {}; pinning {} ({}); ALTO ISA {}; baseline ISA {}; commit {}; {}",
         field("rank"),
         field("scale"),
+        field("pin"),
+        field("pin_backend"),
         field("alto_isa"),
         field("baseline_isa"),
         field("git_commit"),
