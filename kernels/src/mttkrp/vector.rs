@@ -126,14 +126,22 @@ where
     let rank = NV * T::LANES * BLOCKS;
     debug_assert_eq!(rank, input.rank, "run_segment checks the rank");
     let others = Others::new(input, dec, rank);
-    if input.prefetch > 0 {
-        // Prefetching is for factors beyond L2; one (runtime-order) loop serves it.
-        fixed_loop::<T, I, D, S, _, NV, BLOCKS, true>(simd, input, dec, sink, &others)
-    } else if N == 0 {
-        fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &others)
+    // Prefetching (for factors beyond L2) is a separate loop so the common case carries no
+    // prefetch test; both keep the order specialization when there is one.
+    let prefetch = input.prefetch > 0;
+    if N == 0 {
+        if prefetch {
+            fixed_loop::<T, I, D, S, _, NV, BLOCKS, true>(simd, input, dec, sink, &others)
+        } else {
+            fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &others)
+        }
     } else {
         let modes = FixedModes::<_, N>::new(&others);
-        fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &modes)
+        if prefetch {
+            fixed_loop::<T, I, D, S, _, NV, BLOCKS, true>(simd, input, dec, sink, &modes)
+        } else {
+            fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &modes)
+        }
     }
 }
 
