@@ -46,7 +46,7 @@ pub struct CpdArgs {
     /// name such as `avx2fma_r16` or `portable_rdyn`.
     #[arg(long, default_value = "auto")]
     pub row_kernel: String,
-    /// Write DIR/lambda.npy (R) and DIR/factor{n}.npy (I_n x R).
+    /// Write DIR/lambda.npy (R) and DIR/factor<n>.npy (I_n x R).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print one JSON document instead of the table.

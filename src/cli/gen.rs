@@ -34,7 +34,7 @@ pub struct GenArgs {
     /// long modes by the nonzero ratio.
     #[arg(long)]
     pub keep_dims: bool,
-    /// lowrank: also write the planted factors as DIR/factor{n}.npy.
+    /// lowrank: also write the planted factors as DIR/factor<n>.npy.
     #[arg(long)]
     pub save_factors: Option<PathBuf>,
     /// Output `.tns` or `.alto`.
@@ -98,7 +98,7 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
     }
     let dims: Vec<String> = coo.dims().iter().map(|d| d.to_string()).collect();
     eprintln!(
-        "wrote {}: {} x {} nonzeros (before merging duplicates)",
+        "wrote {}: {}, {} nonzeros (before merging duplicates)",
         a.output.display(),
         dims.join(" x "),
         coo.nnz()

@@ -39,7 +39,7 @@ pub enum Command {
     /// places workers.
     Topo(topo::TopoArgs),
     /// CP-ALS decomposition: fit and MTTKRP / rest time per iteration; `--out` writes
-    /// lambda.npy and factor{n}.npy.
+    /// lambda.npy and factor<n>.npy.
     Cpd(cpd::CpdArgs),
 }
 

@@ -46,16 +46,19 @@ pub struct MttkrpArgs {
     /// De-linearization: auto (the CPU rule), pext or runs.
     #[arg(long, default_value = "auto")]
     pub decode: String,
+    /// Software-prefetch distance in nonzeros (0 = off); default: the kernels' measured one.
+    #[arg(long, value_name = "NNZ")]
+    pub prefetch: Option<usize>,
     /// Seed of the random factor matrices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Read factors from DIR/factor{n}.npy instead of generating them.
+    /// Read factors from DIR/factor<n>.npy instead of generating them.
     #[arg(long)]
     pub load_factors: Option<PathBuf>,
-    /// Write the factors used to DIR/factor{n}.npy.
+    /// Write the factors used to DIR/factor<n>.npy.
     #[arg(long)]
     pub save_factors: Option<PathBuf>,
-    /// Write each mode's result to DIR/mttkrp{n}.npy.
+    /// Write each mode's result to DIR/mttkrp<n>.npy.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Compare every computed mode with the naive oracle; exit 1 on a mismatch.
@@ -227,6 +230,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         sync,
         kernel,
         decode,
+        prefetch: a.prefetch,
         ..Default::default()
     };
     let mut ws = Workspace::new(t, rank);

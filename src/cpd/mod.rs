@@ -157,7 +157,7 @@ impl CpModel {
             })
             .sum()
     }
-    /// Writes `dir/lambda.npy` (1-D, R) and `dir/factor{n}.npy` (`I_n x R`), f64, C order.
+    /// Writes `dir/lambda.npy` (1-D, R) and `dir/factor<n>.npy` (`I_n x R`), f64, C order.
     pub fn write_npy(&self, dir: &Path) -> Result<()> {
         write_vector_npy(&dir.join("lambda.npy"), &self.lambda)?;
         for (n, u) in self.factors.iter().enumerate() {
