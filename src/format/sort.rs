@@ -9,6 +9,9 @@ const DIGIT_BITS: u32 = 8;
 const BUCKETS: usize = 1 << DIGIT_BITS;
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
 const PARALLEL_MIN: usize = 1 << 16;
+/// Buckets up to this many pairs are finished with LSD passes (256 KiB of 16-byte pairs, so
+/// the passes run in L2); larger ones get another MSD split first.
+const LSD_MAX: usize = 1 << 14;
 
 /// A raw pointer that may cross threads: each thread writes a disjoint set of slots.
 #[derive(Clone, Copy)]
@@ -28,9 +31,9 @@ impl<T> SharedOut<T> {
 /// Sorts `pairs` by index, considering only the low `key_bits` bits (higher bits must be zero).
 /// Stable. Runs on the current rayon pool.
 ///
-/// One parallel MSD pass on the top 8 key bits splits the data into 256 buckets (each about
-/// 1/256 of the data, so it usually fits in L2); each bucket is then finished independently
-/// with LSD passes on the remaining bits, buckets in parallel.
+/// One parallel MSD pass on the top 8 key bits splits the data into 256 buckets; each bucket is
+/// then finished independently, buckets in parallel: split again on the next 8 bits while it
+/// is larger than L2 ([`LSD_MAX`]), then LSD passes on the remaining bits in cache.
 pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) {
     let n = pairs.len();
     if n < PARALLEL_MIN || key_bits <= DIGIT_BITS {
@@ -99,8 +102,51 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
     buckets_out
         .into_par_iter()
         .zip(buckets_tmp.into_par_iter())
-        .for_each(|(data, tmp)| lsd_in_place(data, tmp, top_shift));
+        .for_each(|(data, tmp)| sort_bucket(data, tmp, top_shift));
     *pairs = out;
+}
+
+/// Stable sort of `data` on key bits `0..key_bits` using `tmp` (same length) as scratch; the
+/// result ends in `data`. MSD splits until a bucket fits in cache, then LSD.
+fn sort_bucket<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) {
+    let n = data.len();
+    if n <= LSD_MAX || key_bits <= DIGIT_BITS {
+        lsd_in_place(data, tmp, key_bits);
+        return;
+    }
+    let shift = key_bits - DIGIT_BITS;
+    let mask = (BUCKETS - 1) as u32;
+    let mut h = [0usize; BUCKETS];
+    for p in data.iter() {
+        h[p.0.digit(shift, mask)] += 1;
+    }
+    if h.contains(&n) {
+        // One digit for every key: nothing moves at this level.
+        sort_bucket(data, tmp, shift);
+        return;
+    }
+    let mut off = [0usize; BUCKETS];
+    let mut running = 0;
+    for d in 0..BUCKETS {
+        off[d] = running;
+        running += h[d];
+    }
+    for &p in data.iter() {
+        let d = p.0.digit(shift, mask);
+        tmp[off[d]] = p;
+        off[d] += 1;
+    }
+    // Each sub-bucket now sits in `tmp`: sort it there (with its `data` range as scratch) and
+    // copy it home while it is still in cache.
+    let mut start = 0;
+    for &len in &h {
+        if len > 0 {
+            let (src, dst) = (&mut tmp[start..start + len], &mut data[start..start + len]);
+            sort_bucket(src, dst, shift);
+            dst.copy_from_slice(src);
+        }
+        start += len;
+    }
 }
 
 /// Stable LSD radix sort of `data` on key bits `0..key_bits`, using `tmp` (same length) as the
