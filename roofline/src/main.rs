@@ -259,7 +259,7 @@ fn run(a: Args) -> Result<()> {
     let plot_points: Vec<_> = stated_points.iter().map(CaseResult::plot_point).collect();
     draw_roofline(
         &stated_png,
-        &format!("Roofline (stated profile): {}", stated.name),
+        &format!("Roofline, stated profile: {}", stated.name),
         &stated,
         &plot_points,
     )

@@ -2,8 +2,10 @@
 //! from the DejaVu Sans font embedded in the binary (no system font libraries).
 
 use crate::profile::MachineProfile;
+use plotters::element::{Drawable, PointCollection};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
+use plotters_backend::{BackendCoord, DrawingErrorKind};
 use std::path::Path;
 use std::sync::Once;
 
@@ -87,6 +89,7 @@ pub fn draw_roofline(
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 26))
         .margin(20)
+        .margin_bottom(40) // room for the marker key under the axis title
         .x_label_area_size(60)
         .y_label_area_size(90)
         .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
@@ -184,13 +187,13 @@ pub fn draw_roofline(
         } else {
             color.filled()
         };
-        let (pull, coord) = (p.pull, (p.oi, p.gflops));
+        let (pull, hollow, coord) = (p.pull, p.wide_index, (p.oi, p.gflops));
         let series = chart
-            .draw_series(std::iter::once(marker(coord, pull, style)))
+            .draw_series(std::iter::once(marker(coord, pull, hollow, style)))
             .map_err(|e| e.to_string())?;
         series
             .label(p.label.clone())
-            .legend(move |(x, y)| marker_px((x + 10, y), pull, style));
+            .legend(move |(x, y)| marker_px((x + 10, y), pull, hollow, style));
     }
     chart
         .configure_series_labels()
@@ -214,10 +217,18 @@ pub fn draw_roofline(
 fn marker<DB: DrawingBackend>(
     coord: (f64, f64),
     pull: bool,
+    hollow: bool,
     style: ShapeStyle,
 ) -> DynElement<'static, DB, (f64, f64)> {
     if pull {
         Circle::new(coord, 8, style).into_dyn()
+    } else if hollow {
+        HollowTriangle {
+            coord,
+            size: 10,
+            style,
+        }
+        .into_dyn()
     } else {
         TriangleMarker::new(coord, 10, style).into_dyn()
     }
@@ -226,11 +237,51 @@ fn marker<DB: DrawingBackend>(
 fn marker_px<DB: DrawingBackend>(
     coord: (i32, i32),
     pull: bool,
+    hollow: bool,
     style: ShapeStyle,
 ) -> DynElement<'static, DB, (i32, i32)> {
     if pull {
         Circle::new(coord, 6, style).into_dyn()
+    } else if hollow {
+        HollowTriangle {
+            coord,
+            size: 8,
+            style,
+        }
+        .into_dyn()
     } else {
         TriangleMarker::new(coord, 8, style).into_dyn()
+    }
+}
+
+/// A triangle outline of `size` pixels around a point: plotters' triangle marker is always
+/// filled, so the hollow (128-bit index) one is drawn as a closed path.
+struct HollowTriangle<C> {
+    coord: C,
+    size: i32,
+    style: ShapeStyle,
+}
+
+impl<'a, C: 'a> PointCollection<'a, C> for &'a HollowTriangle<C> {
+    type Point = &'a C;
+    type IntoIter = std::iter::Once<&'a C>;
+    fn point_iter(self) -> Self::IntoIter {
+        std::iter::once(&self.coord)
+    }
+}
+
+impl<C, DB: DrawingBackend> Drawable<DB> for HollowTriangle<C> {
+    fn draw<I: Iterator<Item = BackendCoord>>(
+        &self,
+        mut points: I,
+        backend: &mut DB,
+        _: (u32, u32),
+    ) -> Result<(), DrawingErrorKind<DB::ErrorType>> {
+        if let Some((x, y)) = points.next() {
+            let (h, w) = (self.size, self.size * 87 / 100);
+            let outline = [(0, -h), (w, h / 2), (-w, h / 2), (0, -h)];
+            backend.draw_path(outline.map(|(dx, dy)| (x + dx, y + dy)), &self.style)?;
+        }
+        Ok(())
     }
 }
