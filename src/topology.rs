@@ -503,7 +503,7 @@ impl Topology {
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, unit) in UNITS {
-        if b >= unit && b % unit == 0 {
+        if b >= unit && b.is_multiple_of(unit) {
             return format!("{} {name}", b / unit);
         }
     }
