@@ -11,6 +11,9 @@ use alto::pool::build_pool;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
 
+/// A sort under test, run inside the pool.
+type SortFn<'a> = dyn Fn(&mut Vec<(u64, f64)>) + Sync + 'a;
+
 fn main() -> anyhow::Result<()> {
     let (mut n, mut bits, mut threads, mut reps) = (10_000_000usize, 51u32, 1usize, 5usize);
     let mut args = std::env::args().skip(1);
@@ -42,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     let pool = build_pool(threads)?;
     let mut want = pairs.clone();
     want.sort_by_key(|p| p.0);
-    let time = |name: &str, f: &(dyn Fn(&mut Vec<(u64, f64)>) + Sync)| {
+    let time = |name: &str, f: &SortFn<'_>| {
         let mut ts = Vec::new();
         for _ in 0..reps {
             let mut v = pairs.clone();
