@@ -1,6 +1,5 @@
-//! Sorting (index, value) pairs along the ALTO line: a parallel radix sort over the `B` index
-//! bits, 8 bits a pass (MSD down to small buckets, LSD where the remaining bits are few),
-//! skipping passes where every key has the same digit. Sorting
+//! Sorting (index, value) pairs along the ALTO line: a parallel LSD radix sort over the `B`
+//! index bits, 8 bits a pass, skipping passes where every key has the same digit. Sorting
 //! dominates format construction; the comparison sort is kept for the construction benchmark.
 
 use alto_kernels::AltoIndex;
@@ -10,8 +9,9 @@ const DIGIT_BITS: u32 = 8;
 const BUCKETS: usize = 1 << DIGIT_BITS;
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
 const PARALLEL_MIN: usize = 1 << 16;
-/// Buckets up to this many pairs are finished by insertion sort.
-const SMALL_BUCKET: usize = 48;
+/// Buckets up to this many pairs are finished with LSD passes (256 KiB of 16-byte pairs, so
+/// the passes run in L2); larger ones get another MSD split first.
+const LSD_MAX: usize = 1 << 14;
 
 /// A raw pointer that may cross threads: each thread writes a disjoint set of slots.
 #[derive(Clone, Copy)]
@@ -32,7 +32,8 @@ impl<T> SharedOut<T> {
 /// Stable. Runs on the current rayon pool.
 ///
 /// One parallel MSD pass on the top 8 key bits splits the data into 256 buckets; each bucket is
-/// then finished independently, buckets in parallel, by [`sort_into`].
+/// then finished independently, buckets in parallel: split again on the next 8 bits while it
+/// is larger than L2 ([`LSD_MAX`]), then LSD passes on the remaining bits in cache.
 pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) {
     let n = pairs.len();
     if n < PARALLEL_MIN || key_bits <= DIGIT_BITS {
@@ -106,45 +107,22 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
 }
 
 /// Stable sort of `data` on key bits `0..key_bits` using `tmp` (same length) as scratch; the
-/// result ends in `data`.
+/// result ends in `data`. MSD splits until a bucket fits in cache, then LSD.
 fn sort_bucket<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) {
-    sort_into(data, tmp, key_bits, true);
-}
-
-/// Stable sort of the pairs in `a` on key bits `0..key_bits`, leaving the result in `a` when
-/// `into_a`, else in `b` (the other buffer is scratch).
-///
-/// MSD with 8-bit digits, the buffers swapping roles at every level so nothing is copied back:
-/// a bucket needs about log256(n) levels whatever the key width, where LSD needs one pass per
-/// 8 key bits. LSD finishes buckets whose remaining key bits take no more passes than MSD
-/// would, and insertion sort the small ones.
-fn sort_into<I: AltoIndex>(a: &mut [(I, f64)], b: &mut [(I, f64)], key_bits: u32, into_a: bool) {
-    let n = a.len();
-    if n <= SMALL_BUCKET || key_bits == 0 {
-        insertion_sort(a);
-        if !into_a {
-            b.copy_from_slice(a);
-        }
+    let n = data.len();
+    if n <= LSD_MAX || key_bits <= DIGIT_BITS {
+        lsd_in_place(data, tmp, key_bits);
         return;
     }
-    let lsd_passes = key_bits.div_ceil(DIGIT_BITS);
-    let msd_levels = (usize::BITS - (n / SMALL_BUCKET).leading_zeros()).div_ceil(DIGIT_BITS);
-    if lsd_passes <= msd_levels {
-        lsd_in_place(a, b, key_bits);
-        if !into_a {
-            b.copy_from_slice(a);
-        }
-        return;
-    }
-    let shift = key_bits.saturating_sub(DIGIT_BITS);
+    let shift = key_bits - DIGIT_BITS;
     let mask = (BUCKETS - 1) as u32;
     let mut h = [0usize; BUCKETS];
-    for p in a.iter() {
+    for p in data.iter() {
         h[p.0.digit(shift, mask)] += 1;
     }
     if h.contains(&n) {
         // One digit for every key: nothing moves at this level.
-        sort_into(a, b, shift, into_a);
+        sort_bucket(data, tmp, shift);
         return;
     }
     let mut off = [0usize; BUCKETS];
@@ -153,34 +131,21 @@ fn sort_into<I: AltoIndex>(a: &mut [(I, f64)], b: &mut [(I, f64)], key_bits: u32
         off[d] = running;
         running += h[d];
     }
-    for &p in a.iter() {
+    for &p in data.iter() {
         let d = p.0.digit(shift, mask);
-        b[off[d]] = p;
+        tmp[off[d]] = p;
         off[d] += 1;
     }
-    // The pairs are in `b` now: each sub-bucket continues there, with `a` as its scratch, and
-    // must end in `a` exactly when this call's result must.
+    // Each sub-bucket now sits in `tmp`: sort it there (with its `data` range as scratch) and
+    // copy it home while it is still in cache.
     let mut start = 0;
     for &len in &h {
         if len > 0 {
-            let range = start..start + len;
-            sort_into(&mut b[range.clone()], &mut a[range], shift, !into_a);
+            let (src, dst) = (&mut tmp[start..start + len], &mut data[start..start + len]);
+            sort_bucket(src, dst, shift);
+            dst.copy_from_slice(src);
         }
         start += len;
-    }
-}
-
-/// Stable insertion sort by index: for the small buckets MSD leaves (std's stable sort costs
-/// more to set up than it saves there).
-fn insertion_sort<I: AltoIndex>(a: &mut [(I, f64)]) {
-    for i in 1..a.len() {
-        let x = a[i];
-        let mut j = i;
-        while j > 0 && a[j - 1].0 > x.0 {
-            a[j] = a[j - 1];
-            j -= 1;
-        }
-        a[j] = x;
     }
 }
 
