@@ -30,6 +30,26 @@ impl Bmi2 {
         }
         None
     }
+
+    /// Runs `f` inside a function compiled with BMI2 enabled, so the `pdep`/`pext` intrinsics
+    /// reached from `f` inline instead of being called (an intrinsic cannot inline into code
+    /// compiled without its feature). For sequential loops outside the kernels, such as the
+    /// format builder's encode and interval scans; mark the closure `#[inline(always)]`.
+    #[inline(always)]
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "bmi2,popcnt")]
+            #[inline]
+            fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            // SAFETY: holding `self` proves the CPU has BMI2 and POPCNT.
+            unsafe { with_bmi2(f) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        f()
+    }
 }
 
 /// Index words that BMI2 can decode; `lo_bits` is the popcount of the low 64-bit half of the

@@ -161,17 +161,8 @@ impl<I: HwBits> AltoTensor<I> {
             .into_par_iter()
             .map(|p| {
                 let mut iv = vec![(1u64, 0u64); order];
-                for &x in &self.idx[self.bounds[p]..self.bounds[p + 1]] {
-                    for (mode, (lo, hi)) in iv.iter_mut().enumerate() {
-                        let c = decoder.coord(x, mode);
-                        if *lo > *hi {
-                            (*lo, *hi) = (c, c);
-                        } else {
-                            *lo = (*lo).min(c);
-                            *hi = (*hi).max(c);
-                        }
-                    }
-                }
+                let segment = &self.idx[self.bounds[p]..self.bounds[p + 1]];
+                with_decoder_isa(&decoder, || widen_intervals(&mut iv, segment, &decoder));
                 iv
             })
             .collect();
@@ -209,10 +200,8 @@ impl<I: HwBits> AltoTensor<I> {
             };
             let shared = self.shared_rows(decoder, mode);
             let flag = I::from_u128(1u128 << bit);
-            self.idx.par_iter_mut().for_each(|x| {
-                if shared[decoder.coord(*x, mode) as usize] {
-                    *x = x.or(flag);
-                }
+            self.idx.par_chunks_mut(1 << 14).for_each(|chunk| {
+                with_decoder_isa(decoder, || set_flag(chunk, decoder, mode, &shared, flag))
             });
         }
     }
@@ -227,10 +216,8 @@ impl<I: HwBits> AltoTensor<I> {
             .map(|p| {
                 let (lo, hi) = self.interval(p, mode)?;
                 let mut bits = vec![0u64; ((hi - lo) / 64 + 1) as usize];
-                for &x in &self.idx[self.partition_range(p)] {
-                    let r = decoder.coord(x, mode) - lo;
-                    bits[(r / 64) as usize] |= 1 << (r % 64);
-                }
+                let segment = &self.idx[self.partition_range(p)];
+                with_decoder_isa(decoder, || mark_rows(&mut bits, segment, decoder, mode, lo));
                 Some((lo, bits))
             })
             .collect();
@@ -324,48 +311,175 @@ impl<I: HwBits> AltoTensor<I> {
     }
 }
 
-fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
-    let hw = alto_kernels::Bmi2::try_new()
-        .filter(|_| use_bmi2)
-        .map(|t| PextDecoder::new(t, masks));
-    let vals = coo.values();
-    (0..coo.nnz())
-        .into_par_iter()
-        .with_min_len(4096)
-        .map(|k| {
-            let mut x = I::ZERO;
-            for (m, &mask) in masks.iter().enumerate() {
-                let c = coo.mode_indices(m)[k];
-                x = x.or(match &hw {
-                    Some(d) => d.deposit(c, m),
-                    None => I::pdep_soft(c, mask),
-                });
+/// Runs `f` compiled with BMI2 enabled when `decoder` decodes with `pext`, so the `pext`s it
+/// reaches inline (see [`alto_kernels::Bmi2::run`]); plainly otherwise.
+#[inline(always)]
+fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl FnOnce() -> R) -> R {
+    match (decoder, alto_kernels::Bmi2::try_new()) {
+        (AnyDecoder::Pext(_), Some(token)) => token.run(f),
+        _ => f(),
+    }
+}
+
+/// Widens the per-mode closed intervals `iv` (empty while `lo > hi`) to cover `segment`.
+#[inline(always)]
+fn widen_intervals<I: HwBits>(iv: &mut [(u64, u64)], segment: &[I], decoder: &AnyDecoder<I>) {
+    for &x in segment {
+        for (mode, (lo, hi)) in iv.iter_mut().enumerate() {
+            let c = decoder.coord(x, mode);
+            if *lo > *hi {
+                (*lo, *hi) = (c, c);
+            } else {
+                *lo = (*lo).min(c);
+                *hi = (*hi).max(c);
             }
-            (x, vals[k])
-        })
-        .collect()
+        }
+    }
+}
+
+/// Sets `flag` on the nonzeros of `chunk` whose `mode` row is `shared`.
+#[inline(always)]
+fn set_flag<I: HwBits>(
+    chunk: &mut [I],
+    decoder: &AnyDecoder<I>,
+    mode: usize,
+    shared: &[bool],
+    flag: I,
+) {
+    for x in chunk {
+        if shared[decoder.coord(*x, mode) as usize] {
+            *x = x.or(flag);
+        }
+    }
+}
+
+/// Marks in `bits` (one bit per row from `lo`) the `mode` rows that `segment` touches.
+#[inline(always)]
+fn mark_rows<I: HwBits>(
+    bits: &mut [u64],
+    segment: &[I],
+    decoder: &AnyDecoder<I>,
+    mode: usize,
+    lo: u64,
+) {
+    for &x in segment {
+        let r = decoder.coord(x, mode) - lo;
+        bits[(r / 64) as usize] |= 1 << (r % 64);
+    }
+}
+
+fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
+    const CHUNK: usize = 1 << 14;
+    let bmi2 = alto_kernels::Bmi2::try_new().filter(|_| use_bmi2);
+    let hw = bmi2.map(|t| PextDecoder::new(t, masks));
+    let vals = coo.values();
+    let n = vals.len();
+    let columns: Vec<&[u64]> = (0..masks.len()).map(|m| coo.mode_indices(m)).collect();
+    let mut pairs: Vec<(I, f64)> = Vec::with_capacity(n);
+    pairs.spare_capacity_mut()[..n]
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, out)| {
+            let start = c * CHUNK;
+            let (vals, cols) = (&vals[start..start + out.len()], &columns);
+            match (bmi2, &hw) {
+                (Some(token), Some(d)) => token
+                    .run(|| encode_chunk(out, vals, cols, start, |coord, m| d.deposit(coord, m))),
+                _ => encode_chunk(out, vals, cols, start, |coord, m| {
+                    I::pdep_soft(coord, masks[m])
+                }),
+            }
+        });
+    // SAFETY: the chunks tile 0..n and `encode_chunk` writes every slot of its chunk.
+    unsafe { pairs.set_len(n) };
+    pairs
+}
+
+/// Writes `(index, value)` for each nonzero of a chunk; `columns` hold every mode's whole
+/// coordinate column, `out` and `vals` the chunk's part from offset `start`.
+#[inline(always)]
+fn encode_chunk<I: HwBits>(
+    out: &mut [std::mem::MaybeUninit<(I, f64)>],
+    vals: &[f64],
+    columns: &[&[u64]],
+    start: usize,
+    deposit: impl Fn(u64, usize) -> I,
+) {
+    for (k, (slot, &v)) in out.iter_mut().zip(vals).enumerate() {
+        let mut x = I::ZERO;
+        for (m, col) in columns.iter().enumerate() {
+            x = x.or(deposit(col[start + k], m));
+        }
+        slot.write((x, v));
+    }
 }
 
 /// Sums runs of equal indices (sorted input), returning separate index/value arrays and the
-/// number of entries merged away.
+/// number of entries merged away. Parallel over chunks: a run crossing a chunk boundary is
+/// summed by the chunk where it starts.
 fn merge_duplicates<I: HwBits>(pairs: Vec<(I, f64)>) -> (Vec<I>, Vec<f64>, u64) {
-    let has_dups = pairs.par_windows(2).any(|w| w[0].0 == w[1].0);
-    if !has_dups {
-        let (idx, vals) = pairs.into_par_iter().unzip();
-        return (idx, vals, 0);
+    const CHUNK: usize = 1 << 16;
+    let n = pairs.len();
+    let chunk_end = |c: usize| ((c + 1) * CHUNK).min(n);
+    // Each chunk emits the runs that start in it (their heads: entries whose index differs
+    // from the one before), so its output offset counts the heads of earlier chunks.
+    let heads: Vec<usize> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let changes = pairs[(c * CHUNK).max(1) - 1..chunk_end(c)]
+                .windows(2)
+                .filter(|w| w[0].0 != w[1].0)
+                .count();
+            changes + usize::from(c == 0)
+        })
+        .collect();
+    let total: usize = heads.iter().sum();
+    let mut idx: Vec<I> = Vec::with_capacity(total);
+    let mut vals: Vec<f64> = Vec::with_capacity(total);
+    let mut outputs = Vec::with_capacity(heads.len());
+    let (mut idx_rest, mut val_rest) = (
+        &mut idx.spare_capacity_mut()[..total],
+        &mut vals.spare_capacity_mut()[..total],
+    );
+    for &h in &heads {
+        let (a, r) = std::mem::take(&mut idx_rest).split_at_mut(h);
+        let (b, t) = std::mem::take(&mut val_rest).split_at_mut(h);
+        (idx_rest, val_rest) = (r, t);
+        outputs.push((a, b));
     }
-    let mut idx: Vec<I> = Vec::with_capacity(pairs.len());
-    let mut vals: Vec<f64> = Vec::with_capacity(pairs.len());
-    for (x, v) in pairs.iter().copied() {
-        if idx.last() == Some(&x) {
-            *vals.last_mut().expect("same length as idx") += v;
-        } else {
-            idx.push(x);
-            vals.push(v);
-        }
+    outputs
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(c, (idx_out, val_out))| {
+            let (start, end) = (c * CHUNK, chunk_end(c));
+            let mut i = start;
+            if c > 0 {
+                // Skip the tail of a run the previous chunk emits.
+                while i < end && pairs[i].0 == pairs[start - 1].0 {
+                    i += 1;
+                }
+            }
+            let mut slots = idx_out.iter_mut().zip(val_out.iter_mut());
+            while i < end {
+                let (x, mut v) = pairs[i];
+                i += 1;
+                while i < n && pairs[i].0 == x {
+                    v += pairs[i].1; // left to right, as a sequential merge sums
+                    i += 1;
+                }
+                let (xs, vs) = slots.next().expect("one slot per head");
+                xs.write(x);
+                vs.write(v);
+            }
+            assert!(slots.next().is_none(), "one entry per head");
+        });
+    // SAFETY: chunk c wrote exactly `heads[c]` entries (one per head in its range) into its
+    // slices, which tile 0..total of both buffers.
+    unsafe {
+        idx.set_len(total);
+        vals.set_len(total);
     }
-    let merged = (pairs.len() - idx.len()) as u64;
-    (idx, vals, merged)
+    (idx, vals, (n - total) as u64)
 }
 
 /// Peak bytes the builder allocates for `nnz` nonzeros: two pair buffers for the radix sort
@@ -496,5 +610,50 @@ impl AnyAlto {
     }
     pub fn partition_range(&self, p: usize) -> std::ops::Range<usize> {
         with_alto!(self, t => t.partition_range(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sequential merge the parallel one must reproduce, bit for bit.
+    fn merge_naive(pairs: &[(u32, f64)]) -> (Vec<u32>, Vec<f64>) {
+        let (mut idx, mut vals): (Vec<u32>, Vec<f64>) = (Vec::new(), Vec::new());
+        for &(x, v) in pairs {
+            if idx.last() == Some(&x) {
+                *vals.last_mut().unwrap() += v;
+            } else {
+                idx.push(x);
+                vals.push(v);
+            }
+        }
+        (idx, vals)
+    }
+
+    #[test]
+    fn parallel_merge_sums_runs_across_chunk_boundaries() {
+        // Runs of 1..=200_000 equal keys, so some span one or several 64Ki chunks.
+        let mut pairs = Vec::new();
+        let mut key = 0u32;
+        for len in [1usize, 3, 70_000, 1, 200_000, 2, 65_536, 1, 1, 9] {
+            pairs.extend((0..len).map(|k| (key, 0.1 * k as f64 + 1.0 / (1 + key) as f64)));
+            key += 1 + (len % 3) as u32;
+        }
+        let (want_idx, want_vals) = merge_naive(&pairs);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (idx, vals, merged) = pool.install(|| merge_duplicates(pairs.clone()));
+            assert_eq!(idx, want_idx);
+            assert_eq!(vals, want_vals);
+            assert_eq!(merged as usize, pairs.len() - want_idx.len());
+        }
+        let distinct: Vec<(u32, f64)> = (0..200_000).map(|k| (k, k as f64)).collect();
+        let (idx, vals, merged) = merge_duplicates(distinct.clone());
+        assert_eq!((idx.len(), vals[199_999], merged), (200_000, 199_999.0, 0));
+        assert_eq!(merge_duplicates::<u32>(Vec::new()), (vec![], vec![], 0));
     }
 }
