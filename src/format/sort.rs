@@ -2,14 +2,13 @@
 //! bits. Sorting dominates format construction; the comparison sort is kept for the
 //! construction benchmark.
 //!
-//! The shape follows where the time goes on a machine whose last-level cache is smaller than
-//! the pairs: one histogram read and one scatter touch the whole array. The scatter is on the top
-//! 8-12 bits (chosen so the average bucket fits in L1), buckets in parallel; every bucket is
-//! then finished while it is cache resident, against a small per-thread scratch buffer that
-//! stays hot: balanced-digit LSD passes when few bits remain, one more MSD digit (then
-//! insertion sort) when many do. (Advising the scatter's fresh destination onto transparent
-//! huge pages was measured and left out: 5% faster on the median, with occasional 20-60 ms
-//! stalls in the kernel's compaction.)
+//! The shape follows where the time goes when the pairs do not fit in cache: one histogram
+//! read and one scatter touch the whole array. The scatter is on the top 8-12 bits, chosen so
+//! the average bucket fits in L1 and few bits remain below; buckets then finish in parallel
+//! while cache resident, against a per-worker scratch buffer that stays hot: balanced-digit
+//! LSD passes when at most 24 bits remain, one more MSD digit (then insertion sort) when more
+//! do. (Advising the scatter's fresh destination onto transparent huge pages was measured and
+//! left out: 5% faster on the median, with occasional 20-60 ms stalls in kernel compaction.)
 
 use alto_kernels::AltoIndex;
 use rayon::prelude::*;
@@ -17,7 +16,8 @@ use rayon::prelude::*;
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
 const PARALLEL_MIN: usize = 1 << 16;
 /// The top digit gets enough bits (within [`TOP_BITS_MIN`]..=[`TOP_BITS_MAX`]) that the average
-/// bucket holds at most this many pairs (32 KiB of 16-byte pairs: L1 with its scratch).
+/// bucket holds at most this many pairs (32 KiB of 16-byte pairs: L1 with its scratch), and
+/// that at most [`LSD_MAX_BITS`] remain below it where the cap allows.
 const BUCKET_TARGET: usize = 2048;
 const TOP_BITS_MIN: u32 = 8;
 /// More buckets than this and the scatter's write frontier no longer fits in L2.
@@ -49,17 +49,23 @@ impl<T> SharedOut<T> {
 }
 
 /// Bits of the out-of-cache top digit for `n` keys of `key_bits` bits: the fewest in
-/// `min_bits..=max_bits` that bring the average bucket to `target_bucket` pairs or fewer,
-/// never more than the key has.
+/// `min_bits..=max_bits` that bring the average bucket to `target_bucket` pairs or fewer and
+/// leave at most `rest_bits` below the digit where `max_bits` can (so buckets finish with LSD
+/// passes rather than another MSD level), never more than the key has.
 pub fn top_digit_bits(
     n: usize,
     key_bits: u32,
     target_bucket: usize,
+    rest_bits: u32,
     min_bits: u32,
     max_bits: u32,
 ) -> u32 {
+    // Growing the digit for `rest_bits` only pays when it gets there within `max_bits`.
+    let rest_reachable = key_bits <= max_bits + rest_bits;
     let mut bits = min_bits;
-    while bits < max_bits && (n >> bits) > target_bucket {
+    while bits < max_bits
+        && ((n >> bits) > target_bucket || (rest_reachable && key_bits > bits + rest_bits))
+    {
         bits += 1;
     }
     bits.min(key_bits)
@@ -74,7 +80,14 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
         sort_in_cache(pairs, &mut scratch, key_bits);
         return;
     }
-    let top_bits = top_digit_bits(n, key_bits, BUCKET_TARGET, TOP_BITS_MIN, TOP_BITS_MAX);
+    let top_bits = top_digit_bits(
+        n,
+        key_bits,
+        BUCKET_TARGET,
+        LSD_MAX_BITS,
+        TOP_BITS_MIN,
+        TOP_BITS_MAX,
+    );
     let top_shift = key_bits - top_bits;
     let buckets = 1usize << top_bits;
     let mask = (buckets - 1) as u32;
@@ -366,11 +379,15 @@ mod tests {
     }
 
     #[test]
-    fn the_top_digit_grows_until_the_average_bucket_fits() {
-        assert_eq!(top_digit_bits(2_000_000, 32, 2048, 8, 12), 10);
-        assert_eq!(top_digit_bits(70_000, 32, 2048, 8, 12), 8);
-        assert_eq!(top_digit_bits(1 << 40, 64, 2048, 8, 12), 12);
-        assert_eq!(top_digit_bits(2_000_000, 9, 2048, 8, 12), 9);
-        assert_eq!(top_digit_bits(2_000_000, 32, 4096, 8, 12), 9);
+    fn the_top_digit_grows_until_buckets_fit_and_few_bits_remain() {
+        assert_eq!(top_digit_bits(2_000_000, 32, 2048, 24, 8, 12), 10);
+        assert_eq!(top_digit_bits(70_000, 32, 2048, 24, 8, 12), 8);
+        assert_eq!(top_digit_bits(1 << 40, 64, 2048, 24, 8, 12), 12);
+        assert_eq!(top_digit_bits(2_000_000, 9, 2048, 24, 8, 12), 9);
+        assert_eq!(top_digit_bits(2_000_000, 32, 4096, 24, 8, 12), 9);
+        // 35-bit keys: 11 bits on top leave 24 for three LSD passes.
+        assert_eq!(top_digit_bits(1_000_000, 35, 2048, 24, 8, 12), 11);
+        assert_eq!(top_digit_bits(1_000_000, 36, 2048, 24, 8, 12), 12);
+        assert_eq!(top_digit_bits(1_000_000, 51, 2048, 24, 8, 12), 9);
     }
 }
