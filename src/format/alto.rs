@@ -2,7 +2,7 @@
 //! that remember their per-mode coordinate intervals (SPEC sections 2-5).
 
 use super::layout::{IndexWidth, Layout};
-use super::sort::{comparison_sort_pairs, radix_sort_pairs};
+use super::sort::{comparison_sort_pairs, radix_sort_from, PairSource};
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
 use alto_kernels::{AnyDecoder, DecodeKind, HwBits, PextDecoder};
@@ -58,6 +58,8 @@ impl Default for BuildOptions {
 /// Seconds spent in each construction step.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct BuildTimes {
+    /// Linearizing coordinates into (index, value) pairs. With the radix sort this happens
+    /// inside the sort's passes over the input and is counted in `sort` (`encode` is 0).
     pub encode: f64,
     pub sort: f64,
     pub merge: f64,
@@ -107,16 +109,19 @@ impl<I: HwBits> AltoTensor<I> {
         let masks: Vec<I> = layout.masks().iter().map(|&m| I::from_u128(m)).collect();
         let mut times = BuildTimes::default();
 
+        let source = EncodedCoo::new(coo, &masks, opts.use_bmi2);
         let t = Instant::now();
-        let mut pairs = encode(coo, &masks, opts.use_bmi2);
-        times.encode = t.elapsed().as_secs_f64();
-
-        let t = Instant::now();
-        match opts.sort {
-            SortAlgorithm::Radix => radix_sort_pairs(&mut pairs, layout.total_bits()),
-            SortAlgorithm::Comparison => comparison_sort_pairs(&mut pairs),
-        }
-        times.sort = t.elapsed().as_secs_f64();
+        let pairs = match opts.sort {
+            // Encoding runs inside the sort's two passes over the input (no unsorted copy).
+            SortAlgorithm::Radix => radix_sort_from(&source, layout.total_bits()),
+            SortAlgorithm::Comparison => {
+                let mut pairs = source.collect();
+                times.encode = t.elapsed().as_secs_f64();
+                comparison_sort_pairs(&mut pairs);
+                pairs
+            }
+        };
+        times.sort = t.elapsed().as_secs_f64() - times.encode;
 
         let t = Instant::now();
         let (idx, vals, duplicates_merged) = merge_duplicates(pairs);
@@ -368,49 +373,87 @@ fn mark_rows<I: HwBits>(
     }
 }
 
-fn encode<I: HwBits>(coo: &CooTensor, masks: &[I], use_bmi2: bool) -> Vec<(I, f64)> {
-    const CHUNK: usize = 1 << 14;
-    let bmi2 = alto_kernels::Bmi2::try_new().filter(|_| use_bmi2);
-    let hw = bmi2.map(|t| PextDecoder::new(t, masks));
-    let vals = coo.values();
-    let n = vals.len();
-    let columns: Vec<&[u64]> = (0..masks.len()).map(|m| coo.mode_indices(m)).collect();
-    let mut pairs: Vec<(I, f64)> = Vec::with_capacity(n);
-    pairs.spare_capacity_mut()[..n]
-        .par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(c, out)| {
-            let start = c * CHUNK;
-            let (vals, cols) = (&vals[start..start + out.len()], &columns);
-            match (bmi2, &hw) {
-                (Some(token), Some(d)) => token
-                    .run(|| encode_chunk(out, vals, cols, start, |coord, m| d.deposit(coord, m))),
-                _ => encode_chunk(out, vals, cols, start, |coord, m| {
-                    I::pdep_soft(coord, masks[m])
-                }),
-            }
-        });
-    // SAFETY: the chunks tile 0..n and `encode_chunk` writes every slot of its chunk.
-    unsafe { pairs.set_len(n) };
-    pairs
+/// The tensor's nonzeros as (index, value) pairs, linearized on demand: a [`PairSource`] the
+/// radix sort reads twice without the pairs ever being stored unsorted.
+struct EncodedCoo<'a, I: HwBits> {
+    columns: Vec<&'a [u64]>,
+    vals: &'a [f64],
+    masks: &'a [I],
+    pdep: Option<(alto_kernels::Bmi2, PextDecoder<I>)>,
 }
 
-/// Writes `(index, value)` for each nonzero of a chunk; `columns` hold every mode's whole
-/// coordinate column, `out` and `vals` the chunk's part from offset `start`.
+impl<'a, I: HwBits> EncodedCoo<'a, I> {
+    fn new(coo: &'a CooTensor, masks: &'a [I], use_bmi2: bool) -> Self {
+        let pdep = alto_kernels::Bmi2::try_new()
+            .filter(|_| use_bmi2)
+            .map(|t| (t, PextDecoder::new(t, masks)));
+        let columns = (0..masks.len()).map(|m| coo.mode_indices(m)).collect();
+        EncodedCoo {
+            columns,
+            vals: coo.values(),
+            masks,
+            pdep,
+        }
+    }
+
+    /// All pairs, in nonzero order (for the comparison sort).
+    fn collect(&self) -> Vec<(I, f64)> {
+        const CHUNK: usize = 1 << 14;
+        let n = self.vals.len();
+        let mut pairs: Vec<(I, f64)> = Vec::with_capacity(n);
+        pairs.spare_capacity_mut()[..n]
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let mut slots = out.iter_mut();
+                let start = c * CHUNK;
+                self.for_each_in(start..start + slots.len(), |p| {
+                    slots.next().expect("one slot per pair").write(p);
+                });
+                assert!(slots.next().is_none(), "one pair per slot");
+            });
+        // SAFETY: the chunks tile 0..n and each wrote every one of its slots (checked above).
+        unsafe { pairs.set_len(n) };
+        pairs
+    }
+}
+
+impl<I: HwBits> PairSource<I> for EncodedCoo<'_, I> {
+    fn len(&self) -> usize {
+        self.vals.len()
+    }
+    #[inline(always)]
+    fn for_each_in(&self, range: std::ops::Range<usize>, f: impl FnMut((I, f64))) {
+        match &self.pdep {
+            Some((token, d)) => token
+                .run(|| encode_each(&self.columns, self.vals, range, |c, m| d.deposit(c, m), f)),
+            None => encode_each(
+                &self.columns,
+                self.vals,
+                range,
+                |c, m| I::pdep_soft(c, self.masks[m]),
+                f,
+            ),
+        }
+    }
+}
+
+/// Calls `f` with `(index, value)` for the nonzeros in `range`; `columns` hold every mode's
+/// coordinates. Inlined into the BMI2 wrapper so `deposit`'s `pdep` inlines too.
 #[inline(always)]
-fn encode_chunk<I: HwBits>(
-    out: &mut [std::mem::MaybeUninit<(I, f64)>],
-    vals: &[f64],
+fn encode_each<I: HwBits>(
     columns: &[&[u64]],
-    start: usize,
+    vals: &[f64],
+    range: std::ops::Range<usize>,
     deposit: impl Fn(u64, usize) -> I,
+    mut f: impl FnMut((I, f64)),
 ) {
-    for (k, (slot, &v)) in out.iter_mut().zip(vals).enumerate() {
+    for k in range {
         let mut x = I::ZERO;
         for (m, col) in columns.iter().enumerate() {
-            x = x.or(deposit(col[start + k], m));
+            x = x.or(deposit(col[k], m));
         }
-        slot.write((x, v));
+        f((x, vals[k]));
     }
 }
 
@@ -482,14 +525,15 @@ fn merge_duplicates<I: HwBits>(pairs: Vec<(I, f64)>) -> (Vec<I>, Vec<f64>, u64) 
     (idx, vals, (n - total) as u64)
 }
 
-/// Peak bytes the builder allocates for `nnz` nonzeros: two pair buffers for the radix sort
-/// plus the final index and value arrays (the input COO is already resident).
+/// Peak bytes the builder allocates for `nnz` nonzeros: one buffer of sorted pairs (the radix
+/// sort encodes straight into it; the comparison sort sorts its encoded pairs in place) alive
+/// beside the final index and value arrays (the input COO is already resident).
 pub fn estimate_build_bytes(nnz: usize, width: IndexWidth) -> u64 {
     let pair = match width {
         IndexWidth::U32 | IndexWidth::U64 => 16u64,
         IndexWidth::U128 => 32,
     };
-    nnz as u64 * (2 * pair + width.bytes() as u64 + 8)
+    nnz as u64 * (pair + width.bytes() as u64 + 8)
 }
 
 /// Available memory from `/proc/meminfo` (`MemAvailable`), if readable.

@@ -9,9 +9,14 @@
 //! LSD passes when at most 24 bits remain, one more MSD digit (then insertion sort) when more
 //! do. (Advising the scatter's fresh destination onto transparent huge pages was measured and
 //! left out: 5% faster on the median, with occasional 20-60 ms stalls in kernel compaction.)
+//!
+//! The input is a [`PairSource`], read twice in order: the format builder passes one that
+//! encodes coordinates as it goes, so the unsorted pairs are never stored (one fresh buffer
+//! and one pass fewer); [`radix_sort_pairs`] sorts a stored vector the same way.
 
 use alto_kernels::AltoIndex;
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
 const PARALLEL_MIN: usize = 1 << 16;
@@ -71,14 +76,54 @@ pub fn top_digit_bits(
     bits.min(key_bits)
 }
 
+/// Where the radix sort reads its input: in order, a chunk at a time, twice (once to count
+/// digits, once to scatter), so a source may compute its pairs on the fly (the format builder
+/// encodes coordinates) rather than store them.
+pub trait PairSource<I>: Sync {
+    /// Number of pairs.
+    fn len(&self) -> usize;
+    /// True when there are no pairs.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Calls `f` on each pair of `range`, in order.
+    fn for_each_in(&self, range: Range<usize>, f: impl FnMut((I, f64)));
+}
+
+impl<I: AltoIndex> PairSource<I> for [(I, f64)] {
+    fn len(&self) -> usize {
+        <[(I, f64)]>::len(self)
+    }
+    #[inline(always)]
+    fn for_each_in(&self, range: Range<usize>, mut f: impl FnMut((I, f64))) {
+        for &p in &self[range] {
+            f(p);
+        }
+    }
+}
+
 /// Sorts `pairs` by index, considering only the low `key_bits` bits (higher bits must be zero).
 /// Stable. Runs on the current rayon pool.
 pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) {
-    let n = pairs.len();
-    if n < PARALLEL_MIN || key_bits <= DIGIT_BITS {
-        let mut scratch = Vec::new();
-        sort_in_cache(pairs, &mut scratch, key_bits);
+    if pairs.len() < PARALLEL_MIN || key_bits <= DIGIT_BITS {
+        sort_in_cache(pairs, &mut Vec::new(), key_bits);
         return;
+    }
+    *pairs = radix_sort_from(pairs.as_slice(), key_bits);
+}
+
+/// The pairs of `source`, sorted stably by index on the low `key_bits` bits (higher bits must be
+/// zero). Runs on the current rayon pool.
+pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
+    source: &S,
+    key_bits: u32,
+) -> Vec<(I, f64)> {
+    let n = source.len();
+    if n < PARALLEL_MIN || key_bits <= DIGIT_BITS {
+        let mut pairs = Vec::with_capacity(n);
+        source.for_each_in(0..n, |p| pairs.push(p));
+        sort_in_cache(&mut pairs, &mut Vec::new(), key_bits);
+        return pairs;
     }
     let top_bits = top_digit_bits(
         n,
@@ -92,15 +137,17 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
     let buckets = 1usize << top_bits;
     let mask = (buckets - 1) as u32;
     let chunk_len = n.div_ceil(rayon::current_num_threads().max(1));
+    let chunks: Vec<Range<usize>> = (0..n)
+        .step_by(chunk_len)
+        .map(|a| a..(a + chunk_len).min(n))
+        .collect();
 
     // Per-chunk histograms of the top digit, then each (chunk, digit) gets its output range.
-    let hists: Vec<Vec<usize>> = pairs
-        .par_chunks(chunk_len)
+    let hists: Vec<Vec<usize>> = chunks
+        .par_iter()
         .map(|c| {
             let mut h = vec![0usize; buckets];
-            for p in c {
-                h[p.0.digit(top_shift, mask)] += 1;
-            }
+            source.for_each_in(c.clone(), |p| h[p.0.digit(top_shift, mask)] += 1);
             h
         })
         .collect();
@@ -115,22 +162,36 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
         }
     }
     bucket_start[buckets] = n;
+    assert_eq!(
+        running, n,
+        "the source yielded a different number of pairs than its len"
+    );
+    // Where each (chunk, digit) range ends: the scatter must stop exactly there.
+    let ends: Vec<Vec<usize>> = offsets
+        .iter()
+        .zip(&hists)
+        .map(|(o, h)| o.iter().zip(h).map(|(a, b)| a + b).collect())
+        .collect();
 
     let mut out: Vec<(I, f64)> = Vec::with_capacity(n);
     let dst = SharedOut(out.as_mut_ptr());
-    pairs
-        .par_chunks(chunk_len)
+    chunks
+        .par_iter()
         .zip(offsets.par_iter_mut())
         .for_each(|(c, off)| {
-            for &p in c {
+            source.for_each_in(c.clone(), |p| {
                 let d = p.0.digit(top_shift, mask);
+                assert!(off[d] < n, "the source changed between its two passes");
                 // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
-                // other chunk or digit shares; the ranges tile 0..n, inside `out`'s capacity.
+                // other chunk or digit shares; the ranges tile 0..n, inside `out`'s capacity
+                // (checked above, in case a source yields different pairs the second time).
                 unsafe { dst.ptr().add(off[d]).write(p) };
                 off[d] += 1;
-            }
+            });
         });
-    // SAFETY: the scatter above wrote every slot in 0..n exactly once (the ranges tile it).
+    assert!(offsets == ends, "the source changed between its two passes");
+    // SAFETY: every (chunk, digit) range was written slot by slot from its start to its end
+    // (checked just above), and the ranges tile 0..n.
     unsafe { out.set_len(n) };
 
     // Finish every bucket in cache, in parallel, each worker reusing its own scratch.
@@ -150,7 +211,7 @@ pub fn radix_sort_pairs<I: AltoIndex>(pairs: &mut Vec<(I, f64)>, key_bits: u32) 
         .for_each_init(Vec::new, |scratch, bucket| {
             sort_in_cache(bucket, scratch, top_shift)
         });
-    *pairs = out;
+    out
 }
 
 /// Stable sort of `data` on key bits `0..key_bits`, growing `scratch` as needed; the result
@@ -376,6 +437,58 @@ mod tests {
             .map(|_| rng.random::<u32>() as u128)
             .collect();
         check::<u32>(lsd, 32, 2);
+    }
+
+    /// Pairs computed on the fly; `drift` makes the second pass differ from the first.
+    struct Computed {
+        n: usize,
+        drift: bool,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl PairSource<u64> for Computed {
+        fn len(&self) -> usize {
+            self.n
+        }
+        fn for_each_in(&self, range: Range<usize>, mut f: impl FnMut((u64, f64))) {
+            let call = self
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let shift = if self.drift && call > 0 { 7 } else { 0 };
+            for k in range {
+                let key = (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (24 + shift);
+                f((key, k as f64));
+            }
+        }
+    }
+
+    #[test]
+    fn a_computed_source_sorts_like_its_collected_pairs_and_drift_is_caught() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for n in [1_000, 300_000] {
+            let source = Computed {
+                n,
+                drift: false,
+                calls: 0.into(),
+            };
+            let mut want = Vec::new();
+            source.for_each_in(0..n, |p| want.push(p));
+            want.sort_by_key(|p| p.0);
+            assert_eq!(pool.install(|| radix_sort_from(&source, 40)), want);
+        }
+        // A source that yields other pairs the second time must stop the sort, not corrupt it.
+        let drifting = Computed {
+            n: 300_000,
+            drift: true,
+            calls: 0.into(),
+        };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| radix_sort_from(&drifting, 40))
+        }));
+        assert!(result.is_err());
     }
 
     #[test]
