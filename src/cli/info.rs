@@ -129,10 +129,16 @@ fn render(r: &InfoReport) -> String {
         let _ = writeln!(s, "parse       {:.3} s ({:.0} MB/s)", p, mbs);
     }
     if let Some(b) = &r.build_seconds {
+        // The radix sort encodes as it reads the coordinates: one step, no separate encode.
+        let encode_sort = if b.encode > 0.0 {
+            format!("encode {:.3}, sort {:.3}", b.encode, b.sort)
+        } else {
+            format!("encode+sort {:.3}", b.sort)
+        };
         let _ = writeln!(
             s,
-            "build       {:.3} s (encode {:.3}, sort {:.3}, merge {:.3}, partition {:.3}, flags {:.3})",
-            b.total, b.encode, b.sort, b.merge, b.partition, b.flags
+            "build       {:.3} s ({encode_sort}, merge {:.3}, partition {:.3}, flags {:.3})",
+            b.total, b.merge, b.partition, b.flags
         );
     }
     let _ = writeln!(
