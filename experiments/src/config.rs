@@ -150,9 +150,13 @@ impl Ctx {
         self.reports.join(figure).join(&self.host)
     }
 
-    /// `reports/.cache/<host>`.
+    /// `reports/.cache/<host>/<git commit>`: measurements are reused only by a build of the same
+    /// commit, because the records rendered from them carry this build's commit.
     pub fn cache_dir(&self) -> PathBuf {
-        self.reports.join(".cache").join(&self.host)
+        self.reports
+            .join(".cache")
+            .join(&self.host)
+            .join(alto::record::GIT_COMMIT)
     }
 }
 
