@@ -178,13 +178,15 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
     chunks
         .par_iter()
         .zip(offsets.par_iter_mut())
-        .for_each(|(c, off)| {
+        .zip(&ends)
+        .for_each(|((c, off), end)| {
             source.for_each_in(c.clone(), |p| {
                 let d = p.0.digit(top_shift, mask);
-                assert!(off[d] < n, "the source changed between its two passes");
-                // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d), which no
-                // other chunk or digit shares; the ranges tile 0..n, inside `out`'s capacity
-                // (checked above, in case a source yields different pairs the second time).
+                assert!(off[d] < end[d], "the source changed between its two passes");
+                // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d) and stays
+                // below its end (checked above, in case a source yields different pairs the
+                // second time); no other chunk or digit shares the range, and the ranges tile
+                // 0..n, inside `out`'s capacity.
                 unsafe { dst.ptr().add(off[d]).write(p) };
                 off[d] += 1;
             });
