@@ -34,7 +34,8 @@ impl Bmi2 {
     /// Runs `f` inside a function compiled with BMI2 enabled, so the `pdep`/`pext` intrinsics
     /// reached from `f` inline instead of being called (an intrinsic cannot inline into code
     /// compiled without its feature). For sequential loops outside the kernels, such as the
-    /// format builder's encode and interval scans; mark the closure `#[inline(always)]`.
+    /// format builder's encode and interval scans: put the loop in an `#[inline(always)]`
+    /// function and call it from `f`.
     #[inline(always)]
     pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
         #[cfg(target_arch = "x86_64")]
@@ -181,6 +182,11 @@ pub struct PextDecoder<I> {
 }
 
 impl<I: HwBits> PextDecoder<I> {
+    /// The BMI2 proof this decoder was built with (for [`Bmi2::run`] around loops using it).
+    pub fn token(&self) -> Bmi2 {
+        self._token
+    }
+
     pub fn new(_token: Bmi2, masks: &[I]) -> Self {
         let lo_bits = masks
             .iter()

@@ -320,9 +320,9 @@ impl<I: HwBits> AltoTensor<I> {
 /// reaches inline (see [`alto_kernels::Bmi2::run`]); plainly otherwise.
 #[inline(always)]
 fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl FnOnce() -> R) -> R {
-    match (decoder, alto_kernels::Bmi2::try_new()) {
-        (AnyDecoder::Pext(_), Some(token)) => token.run(f),
-        _ => f(),
+    match decoder {
+        AnyDecoder::Pext(d) => d.token().run(f),
+        AnyDecoder::Runs(_) => f(),
     }
 }
 
@@ -379,14 +379,14 @@ struct EncodedCoo<'a, I: HwBits> {
     columns: Vec<&'a [u64]>,
     vals: &'a [f64],
     masks: &'a [I],
-    pdep: Option<(alto_kernels::Bmi2, PextDecoder<I>)>,
+    pdep: Option<PextDecoder<I>>,
 }
 
 impl<'a, I: HwBits> EncodedCoo<'a, I> {
     fn new(coo: &'a CooTensor, masks: &'a [I], use_bmi2: bool) -> Self {
         let pdep = alto_kernels::Bmi2::try_new()
             .filter(|_| use_bmi2)
-            .map(|t| (t, PextDecoder::new(t, masks)));
+            .map(|t| PextDecoder::new(t, masks));
         let columns = (0..masks.len()).map(|m| coo.mode_indices(m)).collect();
         EncodedCoo {
             columns,
@@ -425,7 +425,8 @@ impl<I: HwBits> PairSource<I> for EncodedCoo<'_, I> {
     #[inline(always)]
     fn for_each_in(&self, range: std::ops::Range<usize>, f: impl FnMut((I, f64))) {
         match &self.pdep {
-            Some((token, d)) => token
+            Some(d) => d
+                .token()
                 .run(|| encode_each(&self.columns, self.vals, range, |c, m| d.deposit(c, m), f)),
             None => encode_each(
                 &self.columns,
