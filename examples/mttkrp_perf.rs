@@ -10,8 +10,8 @@
 
 use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions};
+use alto::harness::pool::build_pool;
 use alto::mttkrp::{mttkrp, mttkrp_flops, MttkrpOptions, SyncChoice, Workspace};
-use alto::pool::build_pool;
 use alto::{CooTensor, Matrix};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};

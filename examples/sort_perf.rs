@@ -7,7 +7,7 @@
 //! ```
 
 use alto::format::sort::{comparison_sort_pairs, radix_sort_pairs};
-use alto::pool::build_pool;
+use alto::harness::pool::build_pool;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
 

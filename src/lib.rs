@@ -6,35 +6,30 @@
 //! mode from that single copy with adaptive conflict resolution.
 //!
 //! Modules, in the order data flows:
-//! - [`tns`], [`gen`]: tensors in (FROSTT files, synthetic generators) as [`coo::CooTensor`];
-//! - [`format`]: the ALTO layout, sort, partitions and helper flags; [`binfile`] stores it;
+//! - [`io`] ([`io::tns`], [`io::binfile`]), [`gen`]: tensors in and out (FROSTT files, the
+//!   binary `.alto` file, synthetic generators) as [`coo::CooTensor`];
+//! - [`format`]: the ALTO layout, sort, partitions and helper flags;
 //! - [`mttkrp`]: the naive oracle, the strategy heuristic, the parallel driver;
 //! - [`dispatch`]: kernel and decoder selection (kernels live in `alto-kernels`);
 //! - [`cpd`]: CP-ALS decomposition on top of the MTTKRP driver;
 //! - [`matrix`]: dense factors and their `.npy` files;
-//! - [`topology`], [`pool`], [`affinity`]: the machine and the pinned worker pool;
-//! - [`counters`], [`model`]: perf-event counts of a region and the analytic traffic model;
-//! - [`record`]: the measurement record written beside every result;
+//! - [`harness`] (feature `harness`): topology, pinned pools, perf-event counters, the
+//!   traffic model and measurement records, for the experiments and the command;
 //! - [`baselines`]: the formats of the paper's comparison (COO, CSF, HiCOO) with the same
 //!   parallel MTTKRP interface, for the experiments.
 
-pub mod affinity;
 pub mod baselines;
-pub mod binfile;
 pub mod coo;
-pub mod counters;
 pub mod cpd;
 pub mod dispatch;
 pub mod error;
 pub mod format;
 pub mod gen;
+#[cfg(feature = "harness")]
+pub mod harness;
+pub mod io;
 pub mod matrix;
-pub mod model;
 pub mod mttkrp;
-pub mod pool;
-pub mod record;
-pub mod tns;
-pub mod topology;
 
 pub use coo::CooTensor;
 pub use cpd::{cp_als, CpModel, CpdOptions};

@@ -1,3 +1,4 @@
+#![cfg(feature = "harness")]
 //! Every baseline format (COO with atomics and privatized, CSF and CSF-tile, HiCOO with both
 //! schedules at the paper's block sizes and at tiny ones that make many blocks) against the
 //! naive COO oracle: orders 2-6, the rank grid, all modes, 1-4 threads, every available ISA,
@@ -8,8 +9,8 @@ use alto::baselines::{
     HicooFormat, HicooSync, HicooSyncChoice,
 };
 use alto::format::{AnyAlto, BuildOptions};
+use alto::harness::pool::build_pool;
 use alto::mttkrp::{compare_with_oracle, mttkrp_oracle};
-use alto::pool::build_pool;
 use alto::{CooTensor, Matrix};
 use rand::{Rng, SeedableRng};
 

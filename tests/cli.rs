@@ -1,3 +1,4 @@
+#![cfg(feature = "cli")]
 //! The `alto` command end to end: real tensors with `--check`, generators, conversions, JSON
 //! output, and clear errors with exit code 2 for bad input.
 

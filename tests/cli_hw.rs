@@ -1,3 +1,4 @@
+#![cfg(feature = "cli")]
 //! The `alto` binary's topology, pinning, counters and record output.
 
 use std::path::Path;

@@ -1,11 +1,12 @@
+#![cfg(feature = "harness")]
 //! Counters over a pool: software events always count a busy region; hardware events either
 //! give values or say why they are unavailable (never an error or a panic).
 
-use alto::counters::{
+use alto::harness::counters::{
     default_events, CounterSet, EventGroup, EventSource, Reading, Scope, TASK_CLOCK,
 };
-use alto::pool::{build_pinned_pool, PinPolicy};
-use alto::topology::CpuModel;
+use alto::harness::pool::{build_pinned_pool, PinPolicy};
+use alto::harness::topology::CpuModel;
 use std::time::{Duration, Instant};
 
 /// Keeps every worker busy for about `ms` of wall time.
@@ -75,9 +76,12 @@ fn software_events_count_a_busy_region_and_hardware_ones_say_why_not() {
     // Derived metrics exist in every case; without flop counters they are labelled a model.
     let d = report.derive(None);
     if set.any_open(EventGroup::Flops) {
-        assert!(matches!(d.flops, alto::counters::Quantity::Counters { .. }));
+        assert!(matches!(
+            d.flops,
+            alto::harness::counters::Quantity::Counters { .. }
+        ));
     } else {
-        assert_eq!(d.flops, alto::counters::Quantity::Unavailable);
+        assert_eq!(d.flops, alto::harness::counters::Quantity::Unavailable);
     }
     // Measuring again reports only the new region.
     let (_, idle) = set.measure(|| std::thread::sleep(Duration::from_millis(5)));
@@ -88,7 +92,7 @@ fn software_events_count_a_busy_region_and_hardware_ones_say_why_not() {
 
 #[test]
 fn cycles_give_a_value_or_a_plain_reason() {
-    let pool = alto::pool::build_pool(1).unwrap();
+    let pool = alto::harness::pool::build_pool(1).unwrap();
     let mut set = CounterSet::open_default(&pool);
     let (_, report) = set.measure(|| spin_all(&pool, 10));
     let cycles = report.event("cycles").unwrap();
@@ -125,10 +129,10 @@ fn cycles_give_a_value_or_a_plain_reason() {
 
 #[test]
 fn an_event_unknown_here_is_reported_with_its_reason() {
-    let pool = alto::pool::build_pool(1).unwrap();
+    let pool = alto::harness::pool::build_pool(1).unwrap();
     let mut specs = default_events(&CpuModel::detect());
     specs.retain(|s| s.group == EventGroup::Software);
-    specs.push(alto::counters::EventSpec {
+    specs.push(alto::harness::counters::EventSpec {
         name: "made-up".into(),
         group: EventGroup::Flops,
         weight: 1.0,

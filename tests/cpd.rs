@@ -1,3 +1,4 @@
+#![cfg(feature = "harness")]
 //! CP-ALS: planted low-rank tensors are recovered, the fit never decreases, the factors match a
 //! plain dense CP-ALS (explicit Khatri-Rao products, no ALTO) from the same initial factors,
 //! singular systems take the pseudo-inverse, bad options are clear errors, the real tensors run,
@@ -6,8 +7,8 @@
 use alto::cpd::rows::{RowIsa, RowKernel};
 use alto::cpd::{cp_als, cp_als_from, initial_factors, CpModel, CpdOptions, SolveKind};
 use alto::format::{AnyAlto, BuildOptions};
+use alto::harness::pool::build_pool;
 use alto::mttkrp::{MttkrpOptions, Sync, SyncChoice};
-use alto::pool::build_pool;
 use alto::{AltoError, CooTensor, Matrix};
 use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
@@ -362,7 +363,7 @@ fn real_tensors_run() {
     files.sort();
     assert!(!files.is_empty());
     for f in files {
-        let coo = alto::tns::read_tns(&f, None).unwrap();
+        let coo = alto::io::tns::read_tns(&f, None).unwrap();
         let opts = CpdOptions {
             max_iters: 4,
             tol: 0.0,

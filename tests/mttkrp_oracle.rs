@@ -1,13 +1,14 @@
+#![cfg(feature = "harness")]
 //! Every ALTO MTTKRP variant against the naive COO oracle, across orders 2-6, the rank grid,
 //! all modes, all three index widths, 1-4 threads (more threads than nonzeros included), every
 //! strategy, both decoders, and tensors with duplicate coordinates.
 
 use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions, IndexWidth};
+use alto::harness::pool::build_pool;
 use alto::mttkrp::{
     compare_with_oracle, mttkrp, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice, Workspace,
 };
-use alto::pool::build_pool;
 use alto::{CooTensor, Matrix};
 use alto_kernels::{Bmi2, DecodeKind, Isa, KernelId, RankSpec};
 use rand::{Rng, SeedableRng};

@@ -1,13 +1,14 @@
+#![cfg(feature = "harness")]
 //! Pinned pools: for 1..=available threads (and one more), every policy and every binding
 //! backend, each worker reports the CPU set the OS holds for it, and the sets follow the
 //! policy. The policies' shapes are also checked on synthetic multi-package SMT machines, and
 //! the sysfs topology reader on a fake sysfs tree.
 
-use alto::affinity::current_affinity;
-use alto::pool::{
+use alto::harness::affinity::current_affinity;
+use alto::harness::pool::{
     assignment, build_pinned_pool, build_pinned_pool_on, places, BindBackend, PinPolicy,
 };
-use alto::topology::{CacheKind, Topology};
+use alto::harness::topology::{CacheKind, Topology};
 use std::collections::HashSet;
 
 /// The machine as this process may use it.
@@ -163,11 +164,11 @@ fn default_builder_pins_through_the_best_backend() {
         check_policy(&topo, policy, &sets, &allowed);
     }
     // The plain builder other code uses is the `none` policy.
-    let pool = alto::pool::build_pool(2).unwrap();
+    let pool = alto::harness::pool::build_pool(2).unwrap();
     for (_, cpus) in pool.broadcast(|ctx| (ctx.index(), current_affinity().unwrap())) {
         assert_eq!(cpus, allowed);
     }
-    assert!(alto::pool::build_pool(0).is_err());
+    assert!(alto::harness::pool::build_pool(0).is_err());
     assert!(build_pinned_pool(0, PinPolicy::Compact).is_err());
 }
 

@@ -5,8 +5,8 @@
 //! (tensor, nonzeros, threads, optionally one format). `BENCH_REPS` sets the repetitions (20).
 
 use alto::baselines::{canonical_coo, Baseline, BaselineKind, BaselineOptions, CooSync};
+use alto::harness::pool::build_pool;
 use alto::mttkrp::{mttkrp, MttkrpOptions, Workspace};
-use alto::pool::build_pool;
 use alto::{AnyAlto, BuildOptions, Matrix};
 use anyhow::{anyhow, Context, Result};
 use std::time::Instant;

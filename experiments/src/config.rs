@@ -1,6 +1,6 @@
 //! Command-line options shared by every figure binary, and the run context derived from them.
 
-use alto::pool::PinPolicy;
+use alto::harness::pool::PinPolicy;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -135,8 +135,10 @@ impl Ctx {
         if self.pin == PinPolicy::None {
             return "none".into();
         }
-        match alto::topology::Topology::detect() {
-            Ok(topo) => alto::pool::BindBackend::default_for(&topo).name().into(),
+        match alto::harness::topology::Topology::detect() {
+            Ok(topo) => alto::harness::pool::BindBackend::default_for(&topo)
+                .name()
+                .into(),
             Err(e) => format!("unknown ({e})"),
         }
     }
@@ -156,7 +158,7 @@ impl Ctx {
         self.reports
             .join(".cache")
             .join(&self.host)
-            .join(alto::record::GIT_COMMIT)
+            .join(alto::harness::record::GIT_COMMIT)
     }
 }
 

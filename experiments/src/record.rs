@@ -1,11 +1,11 @@
 //! The measurement record written beside every figure: `record.json` (the machine, the run's
 //! parameters, the code version and every number the figure was drawn from) and
-//! `measurements.csv` (one [`alto::record::MeasurementRecord`] row per format, tensor, thread
+//! `measurements.csv` (one [`alto::harness::record::MeasurementRecord`] row per format, tensor, thread
 //! count and mode, the same columns every `alto` command writes).
 
 use crate::config::Ctx;
 use crate::measure::{Entry, TensorData};
-use alto::record::MeasurementRecord;
+use alto::harness::record::MeasurementRecord;
 use serde::Serialize;
 use std::path::Path;
 
@@ -48,7 +48,7 @@ pub struct Record {
     /// RFC 3339, UTC.
     pub date_utc: String,
     pub cpu_model: String,
-    /// The kernel-relevant CPU flags this machine has ([`alto::record::KERNEL_FLAGS`]).
+    /// The kernel-relevant CPU flags this machine has ([`alto::harness::record::KERNEL_FLAGS`]).
     pub cpu_flags: Vec<String>,
     pub hardware_threads: usize,
     pub threads: Vec<usize>,

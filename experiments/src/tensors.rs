@@ -274,7 +274,7 @@ pub fn load(spec: &TensorSpec) -> Result<(CooTensor, usize)> {
             *seed,
         )
         .with_context(|| format!("generating the {} stand-in", spec.name))?,
-        Source::File(path) => alto::tns::read_tns(path, None)
+        Source::File(path) => alto::io::tns::read_tns(path, None)
             .with_context(|| format!("reading {}", path.display()))?,
     };
     let n = raw.nnz();

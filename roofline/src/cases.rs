@@ -3,11 +3,11 @@
 
 use crate::plot::PlotPoint;
 use crate::profile::{MachineProfile, ProfileCase};
-use alto::counters::{CounterSet, Quantity};
 use alto::dispatch::{best_isa, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions, Layout};
 use alto::gen::{find_preset, preset};
-use alto::model::{mttkrp_call_traffic, CallShape};
+use alto::harness::counters::{CounterSet, Quantity};
+use alto::harness::model::{mttkrp_call_traffic, CallShape};
 use alto::mttkrp::{mttkrp, mttkrp_flops, MttkrpOptions, Sync, Workspace};
 use alto::{CooTensor, Matrix};
 use alto_kernels::{KernelId, RankSpec};
@@ -132,7 +132,7 @@ fn case_tensor(spec: &CaseSpec, seed: u64) -> Result<(String, CooTensor)> {
             Ok((name.to_string(), preset(p, *nnz, seed, *keep_dims)?))
         }
         CaseSource::File(path) => {
-            let coo = alto::tns::read_tns(path, None)?;
+            let coo = alto::io::tns::read_tns(path, None)?;
             let name = path
                 .file_stem()
                 .map_or("tensor".into(), |s| s.to_string_lossy().into_owned());

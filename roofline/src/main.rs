@@ -4,7 +4,7 @@
 //! `cargo run --release --bin roofline` with no arguments does everything with defaults sized to
 //! finish within about 5 minutes on 2 cores.
 
-use alto::record::MeasurementRecord;
+use alto::harness::record::MeasurementRecord;
 use alto_roofline::cases::{model_cases, paper_cases, run_case, CaseResult, CaseSource, CaseSpec};
 use alto_roofline::machine::{probe, CacheSizes, ProbeResults};
 use alto_roofline::plot::draw_roofline;
@@ -67,7 +67,7 @@ fn host_name() -> String {
 
 /// Data-cache sizes from the topology (hwloc, or sysfs without it), with conservative
 /// defaults for levels it does not report.
-fn cache_sizes(topo: Option<&alto::topology::Topology>) -> CacheSizes {
+fn cache_sizes(topo: Option<&alto::harness::topology::Topology>) -> CacheSizes {
     let level = |l: u32, default: u64| topo.and_then(|t| t.data_cache_bytes(l)).unwrap_or(default);
     CacheSizes {
         l1: level(1, 32 << 10),
@@ -77,7 +77,11 @@ fn cache_sizes(topo: Option<&alto::topology::Topology>) -> CacheSizes {
 }
 
 /// A measurement record for one measured case.
-fn case_record(p: &CaseResult, pin: &alto::pool::PinReport, reps: usize) -> MeasurementRecord {
+fn case_record(
+    p: &CaseResult,
+    pin: &alto::harness::pool::PinReport,
+    reps: usize,
+) -> MeasurementRecord {
     let mut r = MeasurementRecord::new("roofline");
     r.isa = p.kernel.split('_').nth(1).unwrap_or("").to_string();
     r.kernel = p.kernel.clone();
@@ -161,13 +165,13 @@ fn run(a: Args) -> Result<()> {
         |what: &str| eprintln!("[{:>6.1} s] {what}", started.elapsed().as_secs_f64());
 
     // 1. Probe.
-    let policy: alto::pool::PinPolicy = a.pin.parse()?;
-    let (single, _) = alto::pool::build_pinned_pool(1, policy)?;
-    let (all, pin) = alto::pool::build_pinned_pool(threads, policy)?;
+    let policy: alto::harness::pool::PinPolicy = a.pin.parse()?;
+    let (single, _) = alto::harness::pool::build_pinned_pool(1, policy)?;
+    let (all, pin) = alto::harness::pool::build_pinned_pool(threads, policy)?;
     if let Some(w) = pin.warning() {
         eprintln!("warning: {w}");
     }
-    let topo = match alto::topology::Topology::detect() {
+    let topo = match alto::harness::topology::Topology::detect() {
         Ok(t) => Some(t),
         Err(e) => {
             eprintln!("warning: no topology ({e}); assuming typical cache sizes");

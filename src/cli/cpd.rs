@@ -4,8 +4,8 @@
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
 use alto::dispatch::KernelChoice;
+use alto::harness::pool::{PinPolicy, PinReport};
 use alto::mttkrp::{MttkrpOptions, SyncChoice};
-use alto::pool::{PinPolicy, PinReport};
 use alto::AltoError;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;

@@ -84,7 +84,7 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
         }
     };
     match out_kind {
-        FileKind::Tns => alto::tns::write_tns(&a.output, &coo)?,
+        FileKind::Tns => alto::io::tns::write_tns(&a.output, &coo)?,
         FileKind::Alto => {
             let threads = a.pool.threads()?;
             let (pool, _) = a.pool.build()?;
@@ -93,7 +93,7 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
                 ..Default::default()
             };
             let (t, _) = pool.install(|| AnyAlto::build(&coo, &opts))?;
-            alto::binfile::write_alto(&a.output, &t)?;
+            alto::io::binfile::write_alto(&a.output, &t)?;
         }
     }
     let dims: Vec<String> = coo.dims().iter().map(|d| d.to_string()).collect();

@@ -7,7 +7,7 @@ mod mttkrp;
 mod topo;
 
 use alto::format::{AnyAlto, BuildOptions, BuildTimes, SortAlgorithm};
-use alto::pool::{PinPolicy, PinReport};
+use alto::harness::pool::{PinPolicy, PinReport};
 use alto::CooTensor;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -117,7 +117,7 @@ pub fn load(
     match file_kind(path)? {
         FileKind::Tns => {
             let t = Instant::now();
-            let coo = alto::tns::read_tns(path, args.dims.as_deref())?;
+            let coo = alto::io::tns::read_tns(path, args.dims.as_deref())?;
             let parse_s = t.elapsed().as_secs_f64();
             let opts = BuildOptions {
                 partitions,
@@ -144,7 +144,7 @@ pub fn load(
                     path.display()
                 );
             }
-            let mut alto = alto::binfile::read_alto(path)?;
+            let mut alto = alto::io::binfile::read_alto(path)?;
             if alto.num_partitions() != partitions {
                 pool.install(|| alto.repartition(partitions))?;
             }
@@ -203,7 +203,7 @@ impl PoolArgs {
 
 /// A pool of `threads` workers pinned by `pin`; a binding problem is printed once, as a warning.
 pub fn build_pool(threads: usize, pin: PinPolicy) -> Result<(rayon::ThreadPool, PinReport)> {
-    let (pool, report) = alto::pool::build_pinned_pool(threads, pin)?;
+    let (pool, report) = alto::harness::pool::build_pinned_pool(threads, pin)?;
     if let Some(w) = report.warning() {
         eprintln!("warning: {w}");
     }
@@ -236,13 +236,13 @@ fn convert(a: ConvertArgs) -> Result<Outcome> {
     let out_kind = file_kind(&a.output)?;
     let loaded = load(&a.input, &a.load, parts, &pool)?;
     match out_kind {
-        FileKind::Alto => alto::binfile::write_alto(&a.output, &loaded.alto)?,
+        FileKind::Alto => alto::io::binfile::write_alto(&a.output, &loaded.alto)?,
         FileKind::Tns => {
             let coo = match loaded.coo {
                 Some(c) => c,
                 None => loaded.alto.to_coo(),
             };
-            alto::tns::write_tns(&a.output, &coo)?;
+            alto::io::tns::write_tns(&a.output, &coo)?;
         }
     }
     eprintln!(

@@ -2,15 +2,15 @@
 //! `--counters` counts events over exactly the timed calls of each mode.
 
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
-use alto::counters::{CounterReport, CounterSet, Derived};
 use alto::dispatch::KernelChoice;
-use alto::model::{mttkrp_call_traffic, CallShape};
+use alto::harness::counters::{CounterReport, CounterSet, Derived};
+use alto::harness::model::{mttkrp_call_traffic, CallShape};
+use alto::harness::pool::PinReport;
+use alto::harness::record::MeasurementRecord;
 use alto::mttkrp::{
     compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice,
     Workspace,
 };
-use alto::pool::PinReport;
-use alto::record::MeasurementRecord;
 use alto::Matrix;
 use alto_kernels::DecodeKind;
 use anyhow::{bail, Context, Result};
@@ -339,7 +339,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         if path.extension().is_some_and(|e| e == "csv") {
             MeasurementRecord::append_csv(path, &report.records)?;
         } else {
-            alto::record::write_json(path, &report.records)?;
+            alto::harness::record::write_json(path, &report.records)?;
         }
     }
     if a.json {
@@ -372,7 +372,7 @@ fn render(r: &Report) -> String {
     if let Some(b) = &r.build_seconds {
         let _ = writeln!(s, "build {:.3} s (sort {:.3} s)", b.total, b.sort);
     }
-    if r.pin.policy != alto::pool::PinPolicy::None {
+    if r.pin.policy != alto::harness::pool::PinPolicy::None {
         let _ = writeln!(
             s,
             "pinned {} through {} (worker:cpus) {}",

@@ -1,9 +1,9 @@
 //! `alto topo`: the machine's topology and where each pinning policy places workers.
 
 use super::{print_out, thread_count, Outcome};
-use alto::affinity::{current_affinity, format_cpu_list};
-use alto::pool::{assignment, PinPolicy};
-use alto::topology::{CpuModel, Topology};
+use alto::harness::affinity::{current_affinity, format_cpu_list};
+use alto::harness::pool::{assignment, PinPolicy};
+use alto::harness::topology::{CpuModel, Topology};
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
@@ -71,7 +71,7 @@ pub fn run(a: TopoArgs) -> Result<Outcome> {
             family: cpu.family,
             model: cpu.model,
         },
-        pin_backend: alto::pool::BindBackend::default_for(&usable).name(),
+        pin_backend: alto::harness::pool::BindBackend::default_for(&usable).name(),
         topology: topo,
         allowed_cpus: allowed,
         threads,

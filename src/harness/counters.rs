@@ -19,10 +19,10 @@
 //! - software (kernel counting on where permitted): task-clock, page-faults, context-switches.
 //!
 //! [`CounterReport::derive`] turns them into IPC, flops, GFLOP/s, bytes and operational
-//! intensity, falling back to the analytic model of [`crate::model`] (labelled as a model).
+//! intensity, falling back to the analytic model of [`crate::harness::model`] (labelled as a model).
 
-use crate::model::Traffic;
-use crate::topology::CpuModel;
+use crate::harness::model::Traffic;
+use crate::harness::topology::CpuModel;
 use serde::ser::SerializeMap;
 use serde::Serialize;
 use std::fmt::Write;
@@ -789,7 +789,7 @@ fn delta(before: &[Sample], after: &[Sample]) -> (Reading, usize) {
 #[cfg(target_os = "linux")]
 mod sys {
     use super::{EventSource, EventSpec, HwEvent, Sample, SwEvent};
-    use crate::topology::CpuModel;
+    use crate::harness::topology::CpuModel;
     use perf_event::events::{Dynamic, Hardware, Raw, Software};
     use perf_event::Builder;
     use std::io;
@@ -921,7 +921,7 @@ mod sys {
             let dynamic = builder.build().map_err(|e| format!("{pmu}/{event}: {e}"))?;
             let mask = std::fs::read_to_string(format!("{}/{pmu}/cpumask", super::PMU_ROOT))
                 .ok()
-                .and_then(|s| crate::affinity::parse_cpu_list(&s))
+                .and_then(|s| crate::harness::affinity::parse_cpu_list(&s))
                 .filter(|v| !v.is_empty())
                 .unwrap_or_else(|| vec![0]);
             for cpu in mask {

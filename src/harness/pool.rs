@@ -15,9 +15,9 @@
 //! one broadcast before returning, so every worker has started, bound and reported the CPU set
 //! the OS holds for it before any timing can start.
 
-use crate::affinity::{current_affinity, format_cpu_list, set_current_affinity};
 use crate::error::{AltoError, Result};
-use crate::topology::Topology;
+use crate::harness::affinity::{current_affinity, format_cpu_list, set_current_affinity};
+use crate::harness::topology::Topology;
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;

@@ -1,14 +1,14 @@
 //! What the machine is made of: packages, NUMA nodes, cores, processing units (hardware
 //! threads) and caches, read through hwloc (cargo feature `hwloc`, the default) or, without it,
-//! from `/sys/devices/system`. Pinning policies ([`crate::pool`]) place workers on it and the
+//! from `/sys/devices/system`. Pinning policies ([`crate::harness::pool`]) place workers on it and the
 //! roofline probe sizes its working sets from [`Topology::data_cache_bytes`].
 //!
 //! Both sources are normalized to one form: packages, NUMA nodes and cores are numbered
 //! `0..count` in machine order, and [`Topology::pus`] lists the PUs in *compact* order
 //! (package, NUMA node, core, OS number), so a core's PUs are adjacent.
 
-use crate::affinity::parse_cpu_list;
 use crate::error::{AltoError, Result};
+use crate::harness::affinity::parse_cpu_list;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -407,7 +407,7 @@ impl Topology {
         if raw.is_empty() {
             return Err(AltoError::InvalidArgument(format!(
                 "none of the allowed CPUs ({}) is in the topology",
-                crate::affinity::format_cpu_list(allowed)
+                crate::harness::affinity::format_cpu_list(allowed)
             )));
         }
         #[allow(unused_mut)] // assigned only with hwloc

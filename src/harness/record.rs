@@ -2,7 +2,7 @@
 //! tables, plots), saying what was measured, on what, and how.
 //!
 //! ```no_run
-//! use alto::record::MeasurementRecord;
+//! use alto::harness::record::MeasurementRecord;
 //! let mut r = MeasurementRecord::new("alto mttkrp");
 //! r.tensor = "nell-2".into();
 //! r.set_samples(&[0.012, 0.011, 0.013]);
@@ -10,7 +10,7 @@
 //! ```
 
 use crate::error::{AltoError, Result};
-use crate::topology::CpuModel;
+use crate::harness::topology::CpuModel;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
