@@ -7,51 +7,10 @@
 //!   choice where `pext` is microcoded (AMD Zen 1/2 take ~250 cycles per `pext`).
 
 use crate::index::{bit_runs, AltoIndex, BitRun};
+pub use crate::isa::Bmi2;
 
 /// The most modes a kernel handles (coordinates are decoded into a stack array of this size).
 pub const MAX_ORDER: usize = 64;
-
-/// Proof that the running CPU executes BMI2 (`pdep`/`pext`) natively.
-#[derive(Clone, Copy, Debug)]
-pub struct Bmi2 {
-    _private: (),
-}
-
-impl Bmi2 {
-    /// Returns the token when the CPU reports BMI2 (and POPCNT, which every BMI2 CPU has).
-    pub fn try_new() -> Option<Self> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("bmi2")
-                && std::arch::is_x86_feature_detected!("popcnt")
-            {
-                return Some(Bmi2 { _private: () });
-            }
-        }
-        None
-    }
-
-    /// Runs `f` inside a function compiled with BMI2 enabled, so the `pdep`/`pext` intrinsics
-    /// reached from `f` inline instead of being called (an intrinsic cannot inline into code
-    /// compiled without its feature). For sequential loops outside the kernels, such as the
-    /// format builder's encode and interval scans: put the loop in an `#[inline(always)]`
-    /// function and call it from `f`.
-    #[inline(always)]
-    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
-        #[cfg(target_arch = "x86_64")]
-        {
-            #[target_feature(enable = "bmi2,popcnt")]
-            #[inline]
-            fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
-                f()
-            }
-            // SAFETY: holding `self` proves the CPU has BMI2 and POPCNT.
-            unsafe { with_bmi2(f) }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        f()
-    }
-}
 
 /// Index words that BMI2 can decode; `lo_bits` is the popcount of the low 64-bit half of the
 /// mask (used only by `u128`, which splits into two `pext`).

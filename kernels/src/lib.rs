@@ -22,9 +22,9 @@ pub use decode::{
     Bmi2, Decode, HwBits, ModeDecode, PextDecoder, PextMode, RunsDecoder, RunsMode, MAX_ORDER,
 };
 pub use index::AltoIndex;
-pub use isa::{Avx2Fma, Avx512};
+pub use isa::{Avx2Fma, Avx512, CpuIdentity, Fma, Scalar};
 pub use mttkrp::{
-    default_decode_kind, run_segment, AnyDecoder, CpuIdentity, DecodeKind, Isa, KernelError,
-    KernelId, RankSpec, SegmentInput, DEFAULT_PREFETCH, SPECIALIZED_RANKS,
+    default_decode_kind, run_segment, AnyDecoder, DecodeKind, Isa, KernelError, KernelId, RankSpec,
+    SegmentInput, DEFAULT_PREFETCH, SPECIALIZED_RANKS,
 };
 pub use sink::{as_atomic, AtomicRows, FlaggedRows, PlainRows, RowSink, RowWindow};
