@@ -7,6 +7,7 @@
 //! - [`FlaggedRows`]: the shared output; atomic only for boundary nonzeros, whose output row is
 //!   touched by more than one segment, plain adds for internal ones.
 
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// A destination for contribution rows.
@@ -106,22 +107,32 @@ impl RowWindow {
 }
 
 /// Rows `first_row ..` of a row-major matrix of `rank` columns, owned exclusively.
+///
+/// The rows are held as one raw pointer taken once from the unique borrow, and every access
+/// (`add`, `plain_row`, the kernels' [`RowWindow`]) derives from that same pointer: no `&mut`
+/// to the whole buffer is created while a window may be live, so under Stacked and Tree
+/// Borrows a window stays valid across the sink's own `add` calls (a reborrow of the slice
+/// would invalidate it).
 pub struct PlainRows<'a> {
-    data: &'a mut [f64],
+    ptr: *mut f64,
+    len: usize,
     first_row: u64,
     rank: usize,
-    /// Whole rows in `data`.
+    /// Whole rows in the buffer.
     rows: u64,
+    _data: PhantomData<&'a mut [f64]>,
 }
 
 impl<'a> PlainRows<'a> {
     pub fn new(data: &'a mut [f64], first_row: u64, rank: usize) -> Self {
         let rows = data.len().checked_div(rank).unwrap_or(0) as u64;
         PlainRows {
-            data,
+            ptr: data.as_mut_ptr(),
+            len: data.len(),
             first_row,
             rank,
             rows,
+            _data: PhantomData,
         }
     }
 
@@ -135,13 +146,41 @@ impl<'a> PlainRows<'a> {
             self.first_row + self.rows
         )
     }
+
+    /// Elements `start .. start + n`, panicking like slice indexing when out of bounds.
+    #[inline(always)]
+    fn span(&mut self, start: usize, n: usize) -> &mut [f64] {
+        match start.checked_add(n) {
+            Some(end) if end <= self.len => {}
+            _ => span_out_of_range(start, n, self.len),
+        }
+        // SAFETY: `ptr` is valid for `len` elements, borrowed uniquely for `'a`; `start + n <=
+        // len`; the slice lives no longer than `&mut self`, so no other access overlaps it.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), n) }
+    }
 }
+
+#[cold]
+#[inline(never)]
+fn span_out_of_range(start: usize, n: usize, len: usize) -> ! {
+    panic!("elements {start}..{start}+{n} are outside a buffer of {len}")
+}
+
+// SAFETY: `PlainRows` is a unique borrow of `[f64]` held as a raw pointer: like `&mut [f64]`
+// it may move to another thread, and `&PlainRows` reaches no element (every access takes
+// `&mut self`).
+unsafe impl Send for PlainRows<'_> {}
+// SAFETY: as above: a shared `&PlainRows` gives no access to the elements.
+unsafe impl Sync for PlainRows<'_> {}
 
 impl RowSink for PlainRows<'_> {
     #[inline(always)]
     fn add(&mut self, row: u64, col0: usize, contrib: &[f64], _boundary: bool) {
-        let start = (row - self.first_row) as usize * self.rank + col0;
-        let dst = &mut self.data[start..start + contrib.len()];
+        let Some(i) = row.checked_sub(self.first_row) else {
+            self.row_out_of_range(row)
+        };
+        let start = (i as usize).saturating_mul(self.rank).saturating_add(col0);
+        let dst = self.span(start, contrib.len());
         for (d, c) in dst.iter_mut().zip(contrib) {
             *d += *c;
         }
@@ -155,15 +194,18 @@ impl RowSink for PlainRows<'_> {
             self.row_out_of_range(row);
         }
         let start = i as usize * self.rank;
-        // SAFETY: `i < rows = data.len() / rank`, so `start + rank <= data.len()`.
-        Some(unsafe { self.data.get_unchecked_mut(start..start + self.rank) })
+        // SAFETY: `i < rows = len / rank`, so `start + rank <= len`; `ptr` is valid for `len`
+        // elements, borrowed uniquely, and the slice lives no longer than `&mut self`.
+        Some(unsafe { core::slice::from_raw_parts_mut(self.ptr.add(start), self.rank) })
     }
 
     #[inline]
     fn window(&mut self) -> RowWindow {
-        // SAFETY: `data` is borrowed uniquely by this sink and holds `rows * rank` doubles; the
-        // pointer stays valid while the sink is borrowed (`add` only reborrows the same slice).
-        unsafe { RowWindow::new(self.data.as_mut_ptr(), self.first_row, self.rows, self.rank) }
+        // SAFETY: `ptr` is valid for `rows * rank <= len` elements, borrowed uniquely for the
+        // sink's lifetime; `add` and `plain_row` derive their slices from this same pointer
+        // (never from a fresh borrow of the whole buffer), so the window stays usable across
+        // them, and no other thread can reach the buffer.
+        unsafe { RowWindow::new(self.ptr, self.first_row, self.rows, self.rank) }
     }
 
     #[inline(always)]
@@ -272,8 +314,9 @@ impl RowSink for FlaggedRows<'_> {
         // SAFETY: the cells live as long as the sink's borrow; internal (unflagged) rows are
         // updated only by the segment that owns this sink (the contract of `new`), and
         // `is_plain` admits only those; boundary rows keep going through atomics in `add`.
-        // The pointer comes from a shared borrow of atomics (interior mutability), which
-        // `add`'s shared accesses do not invalidate.
+        // The pointer comes from a shared borrow of atomics (interior mutability): a raw
+        // pointer with shared read-write permission, which neither `add`'s atomic accesses nor
+        // `plain_row`'s slices (derived from the same shared borrow) invalidate.
         unsafe { RowWindow::new(self.data.as_ptr() as *mut f64, 0, rows, self.rank) }
     }
 

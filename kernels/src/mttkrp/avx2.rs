@@ -1,11 +1,8 @@
 //! AVX2 + FMA kernels: `ymm` vectors of 4 doubles, `vfmadd` into the output row, masked tails
 //! with `vmaskmovpd`. Entry points enable BMI2 too, so the `pext` decoder inlines.
 
-use super::vector::{dyn_body, OrderPolicy, SimdF64};
-use super::{KernelError, RankSpec, SegmentInput};
-use crate::decode::{Decode, HwBits};
+use super::vector::{isa_kernels, SimdF64};
 use crate::isa::Avx2Fma;
-use crate::sink::RowSink;
 use core::arch::x86_64::*;
 
 impl SimdF64 for Avx2Fma {
@@ -41,74 +38,31 @@ impl SimdF64 for Avx2Fma {
     unsafe fn load_part(self, p: *const f64, n: usize) -> __m256d {
         // SAFETY: the token proves AVX2; masked-off lanes are not accessed (no fault), and the
         // caller guarantees the `n` enabled lanes are readable.
-        unsafe { _mm256_maskload_pd(p, lanes_below(n)) }
+        unsafe { _mm256_maskload_pd(p, lanes_below(self, n)) }
     }
     #[inline(always)]
     unsafe fn store_part(self, p: *mut f64, n: usize, v: __m256d) {
         // SAFETY: as for `load_part`, for writes.
-        unsafe { _mm256_maskstore_pd(p, lanes_below(n), v) }
+        unsafe { _mm256_maskstore_pd(p, lanes_below(self, n), v) }
     }
 }
 
-/// A lane mask with lanes `0..n` set (sign bit of each 64-bit lane).
+/// A lane mask with lanes `0..n` set (sign bit of each 64-bit lane). Takes the token: a safe
+/// function may run AVX2 instructions only with the proof in hand.
 #[inline(always)]
-fn lanes_below(n: usize) -> __m256i {
-    // SAFETY: only reached from the token's methods, so AVX2 is present.
+fn lanes_below(_avx2: Avx2Fma, n: usize) -> __m256i {
+    // SAFETY: holding an `Avx2Fma` token proves the CPU has AVX2 (`vpcmpgtq`, broadcasts).
     unsafe { _mm256_cmpgt_epi64(_mm256_set1_epi64x(n as i64), _mm256_setr_epi64x(0, 1, 2, 3)) }
 }
 
-/// Defines one `#[target_feature]` entry point per rank variant. They are `#[inline(never)]` so
-/// each kernel is one symbol named like the kernel (the disassembly test finds them by name).
-macro_rules! entry_points {
-    ($($name:ident => fixed::<$nv:literal, $blocks:literal>;)*) => {$(
-        #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
-        #[inline(never)]
-        pub(crate) fn $name<I: HwBits, D: Decode<I>, S: RowSink, O: OrderPolicy>(
-            tok: Avx2Fma,
-            input: &SegmentInput<'_, I>,
-            dec: &D,
-            sink: &mut S,
-        ) -> Result<(), KernelError> {
-            O::fixed::<Avx2Fma, I, D, S, $nv, $blocks>(tok, input, dec, sink)
-        }
-    )*};
-}
-
-entry_points! {
-    avx2_r8 => fixed::<2, 1>;
-    avx2_r16 => fixed::<4, 1>;
-    avx2_r32 => fixed::<8, 1>;
-    avx2_r64 => fixed::<8, 2>;
-}
-
-/// The runtime-rank kernel.
-#[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
-#[inline(never)]
-pub(crate) fn avx2_rdyn<I: HwBits, D: Decode<I>, S: RowSink>(
-    tok: Avx2Fma,
-    input: &SegmentInput<'_, I>,
-    dec: &D,
-    sink: &mut S,
-) -> Result<(), KernelError> {
-    dyn_body::<Avx2Fma, I, D, S>(tok, input, dec, sink)
-}
-
-/// Runs the rank variant `spec` (checked against the input's rank by `run_segment`).
-pub(super) fn run<I: HwBits, D: Decode<I>, S: RowSink, O: OrderPolicy>(
-    tok: Avx2Fma,
-    spec: RankSpec,
-    dec: &D,
-    input: &SegmentInput<'_, I>,
-    sink: &mut S,
-) -> Result<(), KernelError> {
-    // SAFETY: `tok` proves the CPU has every feature the entry points enable.
-    unsafe {
-        match spec {
-            RankSpec::Fixed(8) => avx2_r8::<I, D, S, O>(tok, input, dec, sink),
-            RankSpec::Fixed(16) => avx2_r16::<I, D, S, O>(tok, input, dec, sink),
-            RankSpec::Fixed(32) => avx2_r32::<I, D, S, O>(tok, input, dec, sink),
-            RankSpec::Fixed(64) => avx2_r64::<I, D, S, O>(tok, input, dec, sink),
-            RankSpec::Fixed(_) | RankSpec::Dynamic => avx2_rdyn(tok, input, dec, sink),
-        }
+isa_kernels! {
+    token: Avx2Fma,
+    features: "avx2,fma,bmi1,bmi2,popcnt",
+    fixed: {
+        avx2_r8 => 8 = <2, 1>,
+        avx2_r16 => 16 = <4, 1>,
+        avx2_r32 => 32 = <8, 1>,
+        avx2_r64 => 64 = <8, 2>,
     }
+    dynamic: avx2_rdyn,
 }

@@ -420,3 +420,78 @@ impl OrderPolicy for AnyOrder {
         fixed_body::<T, I, D, S, NV, BLOCKS, 0>(simd, input, dec, sink)
     }
 }
+
+/// Defines the kernels of one explicit ISA from its token type, its target features and the
+/// names of its entry points (one per rank variant, named like the kernel: `avx2_r16`): each
+/// a `#[target_feature]`, `#[inline(never)]` wrapper (one symbol per kernel, which the
+/// disassembly test finds by name) around the `#[inline(always)]` generic bodies; and the
+/// module's `run`, which picks the entry point for a [`RankSpec`](super::RankSpec).
+macro_rules! isa_kernels {
+    (
+        token: $tok:ty,
+        features: $features:literal,
+        fixed: { $($name:ident => $rank:literal = <$nv:literal, $blocks:literal>,)* }
+        dynamic: $dyn_name:ident $(,)?
+    ) => {
+        $(
+            #[target_feature(enable = $features)]
+            #[inline(never)]
+            pub(crate) fn $name<I, D, S, O>(
+                tok: $tok,
+                input: &$crate::mttkrp::SegmentInput<'_, I>,
+                dec: &D,
+                sink: &mut S,
+            ) -> Result<(), $crate::mttkrp::KernelError>
+            where
+                I: $crate::decode::HwBits,
+                D: $crate::decode::Decode<I>,
+                S: $crate::sink::RowSink,
+                O: $crate::mttkrp::vector::OrderPolicy,
+            {
+                O::fixed::<$tok, I, D, S, $nv, $blocks>(tok, input, dec, sink)
+            }
+        )*
+
+        /// The runtime-rank kernel.
+        #[target_feature(enable = $features)]
+        #[inline(never)]
+        pub(crate) fn $dyn_name<I, D, S>(
+            tok: $tok,
+            input: &$crate::mttkrp::SegmentInput<'_, I>,
+            dec: &D,
+            sink: &mut S,
+        ) -> Result<(), $crate::mttkrp::KernelError>
+        where
+            I: $crate::decode::HwBits,
+            D: $crate::decode::Decode<I>,
+            S: $crate::sink::RowSink,
+        {
+            $crate::mttkrp::vector::dyn_body::<$tok, I, D, S>(tok, input, dec, sink)
+        }
+
+        /// Runs the rank variant `spec` (checked against the input's rank by `run_segment`).
+        pub(super) fn run<I, D, S, O>(
+            tok: $tok,
+            spec: $crate::mttkrp::RankSpec,
+            dec: &D,
+            input: &$crate::mttkrp::SegmentInput<'_, I>,
+            sink: &mut S,
+        ) -> Result<(), $crate::mttkrp::KernelError>
+        where
+            I: $crate::decode::HwBits,
+            D: $crate::decode::Decode<I>,
+            S: $crate::sink::RowSink,
+            O: $crate::mttkrp::vector::OrderPolicy,
+        {
+            use $crate::mttkrp::RankSpec;
+            // SAFETY: `tok` proves the CPU has every feature the entry points enable.
+            unsafe {
+                match spec {
+                    $(RankSpec::Fixed($rank) => $name::<I, D, S, O>(tok, input, dec, sink),)*
+                    RankSpec::Fixed(_) | RankSpec::Dynamic => $dyn_name(tok, input, dec, sink),
+                }
+            }
+        }
+    };
+}
+pub(crate) use isa_kernels;
