@@ -1,5 +1,7 @@
-//! Kernel selection, resolved once: the best ISA this CPU has (or the one `ALTO_ISA` forces),
-//! the rank specialization for the requested rank, and the decoder rule.
+//! Kernel selection: the best ISA this CPU has, the rank specialization for the requested rank,
+//! and the decoder rule. Forcing either is an explicit option ([`DispatchOptions`]): the library
+//! reads no environment; binaries read `ALTO_ISA` / `ALTO_DECODE` ([`ISA_ENV`], [`DECODE_ENV`])
+//! and pass the values in.
 //!
 //! ISAs, best first: `avx512` (AVX-512F), `avx2` (AVX2 + FMA + BMI2), `pulp` (the `pulp` crate's
 //! portable SIMD, which itself dispatches to AVX-512, AVX2 or scalar) and `scalar` (always
@@ -7,13 +9,12 @@
 //! callable by name for comparisons.
 
 use crate::error::{AltoError, Result};
-use alto_kernels::{default_decode_kind, CpuIdentity, DecodeKind, Isa, KernelId};
-use std::sync::OnceLock;
+use alto_kernels::{default_decode_kind, Bmi2, CpuIdentity, DecodeKind, Isa, KernelId};
 
-/// Environment variable that forces an ISA: `avx512`, `avx2`, `pulp` or `scalar`. An unknown
-/// name, or an ISA this CPU lacks, is an error (never a silent fallback).
+/// Environment variable the binaries read to force an ISA: `avx512`, `avx2`, `pulp` or
+/// `scalar`. An unknown name, or an ISA this CPU lacks, is an error (never a silent fallback).
 pub const ISA_ENV: &str = "ALTO_ISA";
-/// Environment variable that forces the decoder (`pext` or `runs`).
+/// Environment variable the binaries read to force the decoder (`pext` or `runs`).
 pub const DECODE_ENV: &str = "ALTO_DECODE";
 
 /// The best ISA available on this CPU: the last available entry of [`Isa::ALL`], which is
@@ -26,7 +27,8 @@ pub fn best_isa() -> Isa {
         .unwrap_or(Isa::Scalar)
 }
 
-fn parse_isa(name: &str) -> Result<Isa> {
+/// The ISA named `name`: an error if unknown or not available on this CPU.
+pub fn parse_isa(name: &str) -> Result<Isa> {
     let isa = Isa::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Isa::ALL.iter().map(|i| i.name()).collect();
         AltoError::InvalidArgument(format!(
@@ -42,35 +44,71 @@ fn parse_isa(name: &str) -> Result<Isa> {
     Ok(isa)
 }
 
-/// The default ISA: `ALTO_ISA` when set (an error if unknown or unavailable), else the best.
-/// Resolved once per process.
-pub fn default_isa() -> Result<Isa> {
-    static ISA: OnceLock<std::result::Result<Isa, String>> = OnceLock::new();
-    ISA.get_or_init(|| match std::env::var(ISA_ENV) {
-        Ok(name) if !name.is_empty() => parse_isa(&name).map_err(|e| format!("{ISA_ENV}: {e}")),
-        _ => Ok(best_isa()),
-    })
-    .clone()
-    .map_err(AltoError::InvalidArgument)
+/// The decoder named `name` (`pext` or `runs`): an error if unknown, or `pext` without BMI2.
+pub fn parse_decode(name: &str) -> Result<DecodeKind> {
+    match name {
+        "pext" if Bmi2::try_new().is_some() => Ok(DecodeKind::Pext),
+        "pext" => Err(AltoError::InvalidArgument(
+            "pext but this CPU has no BMI2".into(),
+        )),
+        "runs" => Ok(DecodeKind::Runs),
+        other => Err(AltoError::InvalidArgument(format!(
+            "unknown decoder `{other}` (pext or runs)"
+        ))),
+    }
 }
 
-/// The default decoder: `ALTO_DECODE` when set, else [`default_decode_kind`] for this CPU.
-pub fn default_decode() -> Result<DecodeKind> {
-    static DEC: OnceLock<std::result::Result<DecodeKind, String>> = OnceLock::new();
-    DEC.get_or_init(|| {
-        let cpu = CpuIdentity::detect();
-        match std::env::var(DECODE_ENV).as_deref() {
-            Ok("pext") if cpu.has_bmi2 => Ok(DecodeKind::Pext),
-            Ok("pext") => Err(format!("{DECODE_ENV}=pext but this CPU has no BMI2")),
-            Ok("runs") => Ok(DecodeKind::Runs),
-            Ok("") | Err(_) => Ok(default_decode_kind(cpu)),
-            Ok(other) => Err(format!(
-                "{DECODE_ENV}: unknown decoder `{other}` (pext or runs)"
-            )),
+/// The default decoder: [`default_decode_kind`] for this CPU.
+pub fn default_decode() -> DecodeKind {
+    default_decode_kind(CpuIdentity::detect())
+}
+
+/// What a caller forces over the defaults: an ISA for [`KernelChoice::Auto`] and a decoder for
+/// MTTKRP options that name none. `Default`: nothing forced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatchOptions {
+    /// Replaces the best ISA when the kernel is `auto`.
+    pub isa: Option<Isa>,
+    /// Replaces the CPU's decoder rule when the options name no decoder.
+    pub decode: Option<DecodeKind>,
+}
+
+impl DispatchOptions {
+    /// Parses the values a binary read from [`ISA_ENV`] and [`DECODE_ENV`] (`None` or empty:
+    /// not forced); errors name the variable.
+    pub fn from_values(isa: Option<&str>, decode: Option<&str>) -> Result<Self> {
+        let named = |var: &str, e: AltoError| match e {
+            AltoError::InvalidArgument(m) => AltoError::InvalidArgument(format!("{var}: {m}")),
+            e => e,
+        };
+        let isa = match isa.filter(|s| !s.is_empty()) {
+            Some(name) => Some(parse_isa(name).map_err(|e| named(ISA_ENV, e))?),
+            None => None,
+        };
+        let decode = match decode.filter(|s| !s.is_empty()) {
+            Some(name) => Some(parse_decode(name).map_err(|e| named(DECODE_ENV, e))?),
+            None => None,
+        };
+        Ok(DispatchOptions { isa, decode })
+    }
+
+    /// The ISA `auto` means: the forced one, else [`best_isa`].
+    pub fn isa(&self) -> Isa {
+        self.isa.unwrap_or_else(best_isa)
+    }
+
+    /// The decoder to use when none is named: the forced one, else [`default_decode`].
+    pub fn decode(&self) -> DecodeKind {
+        self.decode.unwrap_or_else(default_decode)
+    }
+
+    /// `choice` with `auto` bound to the forced ISA, if one is (named kernels and ISAs stay).
+    pub fn kernel(&self, choice: KernelChoice) -> KernelChoice {
+        match (choice, self.isa) {
+            (KernelChoice::Auto, Some(isa)) => KernelChoice::Isa(isa),
+            (choice, _) => choice,
         }
-    })
-    .clone()
-    .map_err(AltoError::InvalidArgument)
+    }
 }
 
 /// A kernel named on the command line: `auto`, an ISA (`avx2`: its best rank variant for the
@@ -111,7 +149,7 @@ impl KernelChoice {
     /// The kernel to run for `rank`.
     pub fn resolve(self, rank: usize) -> Result<KernelId> {
         let k = match self {
-            KernelChoice::Auto => KernelId::best(default_isa()?, rank),
+            KernelChoice::Auto => KernelId::best(best_isa(), rank),
             KernelChoice::Isa(isa) => KernelId::best(isa, rank),
             KernelChoice::Named(k) => k,
         };
@@ -156,6 +194,30 @@ mod tests {
         assert!(
             unknown.contains("known: scalar, pulp, avx2, avx512"),
             "{unknown}"
+        );
+    }
+
+    #[test]
+    fn forced_values_parse_and_apply() {
+        let none = DispatchOptions::from_values(None, Some("")).unwrap();
+        assert_eq!(none, DispatchOptions::default());
+        assert_eq!(none.isa(), best_isa());
+        let forced = DispatchOptions::from_values(Some("scalar"), Some("runs")).unwrap();
+        assert_eq!(forced.decode(), DecodeKind::Runs);
+        assert_eq!(
+            forced.kernel(KernelChoice::Auto),
+            KernelChoice::Isa(Isa::Scalar)
+        );
+        assert_eq!(
+            forced.kernel(KernelChoice::Isa(Isa::Pulp)),
+            KernelChoice::Isa(Isa::Pulp)
+        );
+        let bad = DispatchOptions::from_values(Some("sse9"), None).unwrap_err();
+        assert!(bad.to_string().contains("ALTO_ISA: unknown ISA"), "{bad}");
+        let bad = DispatchOptions::from_values(None, Some("fast")).unwrap_err();
+        assert!(
+            bad.to_string().contains("ALTO_DECODE: unknown decoder"),
+            "{bad}"
         );
     }
 

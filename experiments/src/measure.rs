@@ -156,9 +156,17 @@ pub struct Entry {
     pub isas: String,
 }
 
+/// ALTO's default ISA in this process: `ALTO_ISA` when set (read here, at the binary level: the
+/// library takes it as an explicit option), else the best the CPU has.
+pub fn alto_isa() -> alto::Result<alto_kernels::Isa> {
+    use alto::dispatch::{DispatchOptions, ISA_ENV};
+    let forced = std::env::var(ISA_ENV).ok();
+    Ok(DispatchOptions::from_values(forced.as_deref(), None)?.isa())
+}
+
 /// `alto=<isa> baseline=<isa>` of this process.
 pub fn isas_now() -> String {
-    let a = alto::dispatch::default_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
+    let a = alto_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
     let b = experiment_baseline_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
     format!("alto={a} baseline={b}")
 }
@@ -630,7 +638,7 @@ pub fn experiment_baseline_isa() -> alto::Result<BaselineIsa> {
     if std::env::var_os(alto::baselines::BASELINE_ISA_ENV).is_some() {
         return alto::baselines::default_baseline_isa();
     }
-    let alto_isa = alto::dispatch::default_isa()?;
+    let alto_isa = alto_isa()?;
     Ok(if alto_isa.name() == "scalar" {
         BaselineIsa::Portable
     } else {

@@ -88,7 +88,7 @@ impl Record {
             statistic: "median of the timed repetitions after one warm-up call",
             scale: ctx.opts.scale,
             seed: ctx.opts.seed,
-            alto_isa: alto::dispatch::default_isa()
+            alto_isa: crate::measure::alto_isa()
                 .map(|i| i.name().to_string())
                 .unwrap_or_else(|e| e.to_string()),
             baseline_isa: crate::measure::experiment_baseline_isa()

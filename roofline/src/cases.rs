@@ -3,7 +3,7 @@
 
 use crate::plot::PlotPoint;
 use crate::profile::{MachineProfile, ProfileCase};
-use alto::dispatch::{best_isa, KernelChoice};
+use alto::dispatch::{best_isa, DispatchOptions, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions, Layout};
 use alto::gen::{find_preset, preset};
 use alto::harness::counters::{CounterSet, Quantity};
@@ -142,12 +142,14 @@ fn case_tensor(spec: &CaseSpec, seed: u64) -> Result<(String, CooTensor)> {
 }
 
 /// Builds the tensor, times `reps` MTTKRP calls of the case's mode after a warm-up, and places
-/// it under `profile`'s DRAM roof with the model's operational intensity.
+/// it under `profile`'s DRAM roof with the model's operational intensity. `dispatch`: what the
+/// binary forces (`ALTO_ISA` / `ALTO_DECODE`).
 pub fn run_case(
     spec: &CaseSpec,
     pool: &rayon::ThreadPool,
     reps: usize,
     profile: &MachineProfile,
+    dispatch: &DispatchOptions,
 ) -> Result<CaseResult> {
     let (tensor, coo) = case_tensor(spec, 1)?;
     let threads = pool.current_num_threads();
@@ -174,7 +176,7 @@ pub fn run_case(
         .map(|(m, &d)| Matrix::random(d as usize, spec.rank, m as u64))
         .collect();
     let kernel = if spec.rank_specialized {
-        KernelChoice::Auto
+        dispatch.kernel(KernelChoice::Auto)
     } else {
         KernelChoice::Named(KernelId {
             isa: best_isa(),
@@ -183,6 +185,7 @@ pub fn run_case(
     };
     let mopts = MttkrpOptions {
         kernel,
+        decode: dispatch.decode,
         ..Default::default()
     };
     let mut ws = Workspace::new(&alto, spec.rank);

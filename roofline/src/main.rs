@@ -219,10 +219,16 @@ fn run(a: Args) -> Result<()> {
             rank_specialized: true,
         });
     }
+    // `ALTO_ISA` / `ALTO_DECODE` are read here; the library takes them as options.
+    let var = |name: &str| std::env::var(name).ok();
+    let dispatch = alto::dispatch::DispatchOptions::from_values(
+        var(alto::dispatch::ISA_ENV).as_deref(),
+        var(alto::dispatch::DECODE_ENV).as_deref(),
+    )?;
     let mut points = Vec::new();
     for spec in &specs {
         progress(&format!("case {}", spec.label));
-        points.push(run_case(spec, &all, a.reps, &machine)?);
+        points.push(run_case(spec, &all, a.reps, &machine, &dispatch)?);
     }
 
     // 3. Draw this machine and the stated profile.

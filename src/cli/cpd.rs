@@ -117,7 +117,8 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
         bail!("--tol must be a finite number >= 0, got {}", a.tol);
     }
     let sync: SyncChoice = a.sync.parse().map_err(|e: String| anyhow!("--sync: {e}"))?;
-    let kernel = KernelChoice::parse(&a.kernel).context("--kernel")?;
+    let dispatch = super::dispatch_env()?;
+    let kernel = dispatch.kernel(KernelChoice::parse(&a.kernel).context("--kernel")?);
     kernel.resolve(a.rank).context("--kernel")?;
     let row_kernel = alto::cpd::rows::RowKernel::parse(&a.row_kernel, a.rank)
         .map_err(|e| anyhow!("--row-kernel: {e}"))?;
@@ -135,6 +136,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
         mttkrp: MttkrpOptions {
             sync,
             kernel,
+            decode: dispatch.decode,
             ..Default::default()
         },
         row_kernel,

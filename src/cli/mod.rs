@@ -262,3 +262,14 @@ pub fn print_out(text: &str) -> Result<()> {
         .context("writing to stdout")?;
     out.flush().context("writing to stdout")
 }
+
+/// `ALTO_ISA` / `ALTO_DECODE` as kernel-selection options: the binary reads the environment,
+/// the library takes the values explicitly.
+pub(crate) fn dispatch_env() -> Result<alto::dispatch::DispatchOptions> {
+    use alto::dispatch::{DispatchOptions, DECODE_ENV, ISA_ENV};
+    let var = |name: &str| std::env::var(name).ok();
+    Ok(DispatchOptions::from_values(
+        var(ISA_ENV).as_deref(),
+        var(DECODE_ENV).as_deref(),
+    )?)
+}

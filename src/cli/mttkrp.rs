@@ -177,9 +177,10 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         .sync
         .parse()
         .map_err(|e: String| anyhow::anyhow!("--sync: {e}"))?;
-    let kernel = KernelChoice::parse(&a.kernel).context("--kernel")?;
+    let dispatch = super::dispatch_env()?;
+    let kernel = dispatch.kernel(KernelChoice::parse(&a.kernel).context("--kernel")?);
     kernel.resolve(a.rank).context("--kernel")?;
-    let decode = parse_decode(&a.decode)?;
+    let decode = parse_decode(&a.decode)?.or(dispatch.decode);
     let threads = a.pool.threads()?;
     let (pool, pin) = a.pool.build()?;
     let loaded = load(&a.file, &a.load, threads, &pool)?;

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 pub struct MttkrpOptions {
     pub sync: SyncChoice,
     pub kernel: KernelChoice,
-    /// `None`: the process default (`ALTO_DECODE`, else the CPU rule).
+    /// `None`: the CPU rule ([`crate::dispatch::default_decode`]).
     pub decode: Option<DecodeKind>,
     /// Fiber-reuse threshold of the heuristic; `None`: the tensor's build threshold.
     pub min_fiber_reuse: Option<u64>,
@@ -121,7 +121,7 @@ pub fn plan<I: HwBits>(
     let kernel = opts.kernel.resolve(rank)?;
     let decode = match opts.decode {
         Some(d) => d,
-        None => default_decode()?,
+        None => default_decode(),
     };
     let decode_kind = t.decoder(decode).kind(); // Pext falls back to Runs without BMI2
     Ok(MttkrpRun {
