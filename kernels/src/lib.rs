@@ -5,6 +5,7 @@
 //! - [`decode`]: de-linearization, BMI2 `pext` or shift-and-mask over mask bit runs;
 //! - [`sink`]: conflict-resolution targets (plain, atomic, flag-guided);
 //! - [`isa`]: capability tokens (holding one proves the CPU has the instructions);
+//! - [`rows`]: the CP-ALS row kernels (solve, Gram, scale), portable and AVX2+FMA;
 //! - [`mttkrp`]: the segment kernels (scalar, `pulp`, AVX2, AVX-512), their named variants and
 //!   their dispatch.
 //!
@@ -15,6 +16,7 @@ pub mod decode;
 pub mod index;
 pub mod isa;
 pub mod mttkrp;
+pub mod rows;
 pub mod sink;
 
 pub use aligned::AlignedBuf;
