@@ -527,7 +527,9 @@ fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok().map(|n| n * mul)
 }
 
-/// The CPU as `/proc/cpuinfo` describes it (its first processor entry).
+/// The CPU as the records and `alto topo` print it, built from the workspace's one CPU identity
+/// (`cpuid`, [`alto_kernels::CpuIdentity`]). `flags` are the kernel-relevant ones
+/// ([`alto_kernels::isa::cpu::CPU_FLAGS`]), named as in `/proc/cpuinfo`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CpuModel {
     /// `GenuineIntel`, `AuthenticAMD`, ... (empty where unknown).
@@ -539,34 +541,20 @@ pub struct CpuModel {
 }
 
 impl CpuModel {
-    /// Reads `/proc/cpuinfo`; empty fields where it is missing.
+    /// This CPU, from `cpuid`.
     pub fn detect() -> CpuModel {
-        std::fs::read_to_string("/proc/cpuinfo")
-            .map(|s| CpuModel::parse(&s))
-            .unwrap_or_default()
+        CpuModel::from_identity(&alto_kernels::CpuIdentity::detect())
     }
 
-    /// Parses the first processor entry of a `/proc/cpuinfo` text.
-    pub fn parse(text: &str) -> CpuModel {
-        let mut m = CpuModel::default();
-        for line in text.lines() {
-            if line.trim().is_empty() && !m.name.is_empty() {
-                break; // end of the first processor
-            }
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            let v = v.trim();
-            match k.trim() {
-                "vendor_id" => m.vendor = v.to_string(),
-                "model name" => m.name = v.to_string(),
-                "cpu family" => m.family = v.parse().unwrap_or(0),
-                "model" => m.model = v.parse().unwrap_or(0),
-                "flags" | "Features" => m.flags = v.split_whitespace().map(String::from).collect(),
-                _ => {}
-            }
+    /// The printable form of `id`.
+    pub fn from_identity(id: &alto_kernels::CpuIdentity) -> CpuModel {
+        CpuModel {
+            vendor: id.vendor().to_string(),
+            name: id.brand().to_string(),
+            family: id.family,
+            model: id.model,
+            flags: id.flags().map(String::from).collect(),
         }
-        m
     }
 
     pub fn has_flag(&self, flag: &str) -> bool {
@@ -637,14 +625,12 @@ mod tests {
     }
 
     #[test]
-    fn cpuinfo_parses_the_first_processor() {
-        let text = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n\
-                    model name\t: AMD EPYC 9R14\nflags\t\t: fpu avx2 bmi2 hypervisor\n\n\
-                    processor\t: 1\nvendor_id\t: Other\n";
-        let m = CpuModel::parse(text);
-        assert_eq!(m.vendor, "AuthenticAMD");
-        assert_eq!((m.family, m.model), (25, 17));
-        assert_eq!(m.name, "AMD EPYC 9R14");
-        assert!(m.is_amd() && !m.is_intel() && m.in_vm() && m.has_flag("bmi2"));
+    fn cpu_model_is_the_cpuid_identity() {
+        let id = alto_kernels::CpuIdentity::detect();
+        let m = CpuModel::detect();
+        assert_eq!(m, CpuModel::from_identity(&id));
+        assert_eq!((m.is_amd(), m.in_vm()), (id.amd, id.in_vm()));
+        assert_eq!(m.has_flag("avx2"), id.has_avx2);
+        assert!(m.flags.iter().all(|f| id.has_flag(f)));
     }
 }

@@ -11,6 +11,8 @@
 pub const FMA_A: f64 = 0.999_999;
 pub const FMA_B: f64 = 1e-6;
 
+use alto_kernels::{Avx2Fma, Avx512, Fma, Scalar};
+
 /// Start value of accumulator `k`.
 fn start(k: usize) -> f64 {
     std::hint::black_box(0.5) + k as f64 * 1e-3
@@ -36,14 +38,12 @@ impl PeakIsa {
         }
     }
 
+    /// Whether this CPU runs the kernel: whether its `alto_kernels::isa` token can be built.
     pub fn available(self) -> bool {
         match self {
-            PeakIsa::Scalar => true,
-            PeakIsa::Avx2 => {
-                std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-            }
-            PeakIsa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            PeakIsa::Scalar => Scalar::try_new().is_some(),
+            PeakIsa::Avx2 => Avx2Fma::try_new().is_some(),
+            PeakIsa::Avx512 => Avx512::try_new().is_some(),
         }
     }
 
@@ -71,20 +71,21 @@ impl PeakIsa {
 
 /// Runs the kernel of `isa` for `iters` iterations; `None` when the CPU lacks the ISA.
 pub fn run_fma(isa: PeakIsa, iters: u64) -> Option<f64> {
-    if !isa.available() {
-        return None;
-    }
-    // SAFETY (all three): `available()` just confirmed the CPU features each kernel enables.
+    // SAFETY (each call): the token just built proves the CPU has the features the kernel
+    // enables (`Fma`: fma; `Avx2Fma`: avx2 and fma; `Avx512`: avx512f).
     Some(match isa {
-        PeakIsa::Scalar => {
-            if std::arch::is_x86_feature_detected!("fma") {
-                unsafe { fma_scalar(iters) }
-            } else {
-                mul_add_scalar(iters)
-            }
+        PeakIsa::Scalar => match Fma::try_new() {
+            Some(_fma) => unsafe { fma_scalar(iters) },
+            None => mul_add_scalar(iters),
+        },
+        PeakIsa::Avx2 => {
+            let _avx2 = Avx2Fma::try_new()?;
+            unsafe { fma_avx2(iters) }
         }
-        PeakIsa::Avx2 => unsafe { fma_avx2(iters) },
-        PeakIsa::Avx512 => unsafe { fma_avx512(iters) },
+        PeakIsa::Avx512 => {
+            let _avx512 = Avx512::try_new()?;
+            unsafe { fma_avx512(iters) }
+        }
     })
 }
 
