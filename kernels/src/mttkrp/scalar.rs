@@ -1,72 +1,71 @@
-//! The portable tier: plain safe Rust, no ISA-specific code beyond BMI2 for decoding. The
-//! compiler may auto-vectorize the column loop for the baseline target only.
+//! The portable tier: the generic body of [`super::vector`] with one-lane "vectors" (plain
+//! `f64`, no ISA-specific code beyond BMI2 for decoding), as memchr and matrixmultiply fold
+//! their scalar fallback into the generic algorithm. The multiply-add is unfused (two
+//! roundings, what the baseline target computes); the compiler may auto-vectorize the unrolled
+//! column loops for the baseline target only.
 
-use super::{out_of_range, KernelError, Others, RankSpec, SegmentInput};
-use crate::decode::{Decode, HwBits, ModeDecode, PextDecoder, RunsDecoder, MAX_ORDER};
+use super::vector::{AnyOrder, OrderPolicy, SimdF64};
+use super::{KernelError, RankSpec, SegmentInput};
+use crate::decode::{Decode, HwBits, PextDecoder, RunsDecoder};
+use crate::isa::{Bmi2, Scalar};
 use crate::sink::RowSink;
 
-/// The generic body: `CHUNK` columns at a time; with `rank == CHUNK` a compile-time constant
-/// (the specialized entry points) the column loop is fully unrolled.
-#[inline(always)]
-pub fn segment_body<I, D, S, const CHUNK: usize>(
-    input: &SegmentInput<'_, I>,
-    rank: usize,
-    decoder: &D,
-    sink: &mut S,
-) -> Result<(), KernelError>
-where
-    I: HwBits,
-    D: Decode<I>,
-    S: RowSink,
-{
-    let others = Others::new(input, decoder, rank);
-    let n = others.count::<0>();
-    let mut coords = [0usize; MAX_ORDER];
-    for (&x, &v) in input.idx.iter().zip(input.vals) {
-        for ((coord, d), &rows) in coords[..n]
-            .iter_mut()
-            .zip(&others.dec[..n])
-            .zip(&others.rows[..n])
-        {
-            let c = d.coord(x);
-            if c >= rows {
-                return Err(out_of_range(input, decoder, x));
-            }
-            *coord = c as usize;
-        }
-        let target = others.target.coord(x);
-        let boundary = x.intersects(input.boundary_mask);
-        let mut col0 = 0;
-        while col0 < rank {
-            let width = CHUNK.min(rank - col0);
-            let mut row = [v; CHUNK];
-            for (&coord, factor) in coords[..n].iter().zip(&others.factor[..n]) {
-                let start = coord * rank + col0;
-                let factor_row = &factor[start..start + width];
-                for (acc, &u) in row[..width].iter_mut().zip(factor_row) {
-                    *acc *= u;
-                }
-            }
-            sink.add(target, col0, &row[..width], boundary);
-            col0 += CHUNK;
-        }
+impl SimdF64 for Scalar {
+    const LANES: usize = 1;
+    type V = f64;
+
+    #[inline(always)]
+    fn splat(self, x: f64) -> f64 {
+        x
     }
-    Ok(())
+    #[inline(always)]
+    fn mul(self, a: f64, b: f64) -> f64 {
+        a * b
+    }
+    /// Unfused on purpose: the portable tier computes `a * b` then adds, as it always has.
+    #[inline(always)]
+    fn fmadd(self, a: f64, b: f64, c: f64) -> f64 {
+        a * b + c
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f64) -> f64 {
+        // SAFETY: the caller guarantees `p` is readable (unaligned reads are allowed).
+        unsafe { p.read_unaligned() }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f64, v: f64) {
+        // SAFETY: the caller guarantees `p` is writable.
+        unsafe { p.write_unaligned(v) }
+    }
+    /// With one lane there is no partial vector (`0 < n < 1` is empty): reads nothing.
+    #[inline(always)]
+    unsafe fn load_part(self, _p: *const f64, _n: usize) -> f64 {
+        0.0
+    }
+    /// With one lane there is no partial vector: writes nothing.
+    #[inline(always)]
+    unsafe fn store_part(self, _p: *mut f64, _n: usize, _v: f64) {}
 }
 
-/// Instantiates the body for every rank specialization under one decoder.
-macro_rules! rank_dispatch {
-    ($spec:expr, $input:expr, $dec:expr, $sink:expr) => {
-        match $spec {
-            RankSpec::Fixed(8) => segment_body::<_, _, _, 8>($input, 8, $dec, $sink),
-            RankSpec::Fixed(16) => segment_body::<_, _, _, 16>($input, 16, $dec, $sink),
-            RankSpec::Fixed(32) => segment_body::<_, _, _, 32>($input, 32, $dec, $sink),
-            RankSpec::Fixed(64) => segment_body::<_, _, _, 64>($input, 64, $dec, $sink),
-            RankSpec::Fixed(_) | RankSpec::Dynamic => {
-                segment_body::<_, _, _, 16>($input, $input.rank, $dec, $sink)
-            }
+/// Runs the rank variant `spec` through the generic bodies with the one-lane token: the fixed
+/// ranks as blocks of 8 columns, fully unrolled; any other rank in pieces.
+#[inline(always)]
+fn rank_dispatch<I: HwBits, D: Decode<I>, S: RowSink>(
+    spec: RankSpec,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+) -> Result<(), KernelError> {
+    let tok = Scalar::new();
+    match spec {
+        RankSpec::Fixed(8) => AnyOrder::fixed::<Scalar, I, D, S, 8, 1>(tok, input, dec, sink),
+        RankSpec::Fixed(16) => AnyOrder::fixed::<Scalar, I, D, S, 8, 2>(tok, input, dec, sink),
+        RankSpec::Fixed(32) => AnyOrder::fixed::<Scalar, I, D, S, 8, 4>(tok, input, dec, sink),
+        RankSpec::Fixed(64) => AnyOrder::fixed::<Scalar, I, D, S, 8, 8>(tok, input, dec, sink),
+        RankSpec::Fixed(_) | RankSpec::Dynamic => {
+            super::vector::dyn_body::<Scalar, I, D, S>(tok, input, dec, sink)
         }
-    };
+    }
 }
 
 pub(super) fn run_runs<I: HwBits, S: RowSink>(
@@ -75,7 +74,7 @@ pub(super) fn run_runs<I: HwBits, S: RowSink>(
     input: &SegmentInput<'_, I>,
     sink: &mut S,
 ) -> Result<(), KernelError> {
-    rank_dispatch!(spec, input, dec, sink)
+    rank_dispatch(spec, input, dec, sink)
 }
 
 pub(super) fn run_pext<I: HwBits, S: RowSink>(
@@ -84,17 +83,18 @@ pub(super) fn run_pext<I: HwBits, S: RowSink>(
     input: &SegmentInput<'_, I>,
     sink: &mut S,
 ) -> Result<(), KernelError> {
-    // SAFETY: a PextDecoder can only be built with a Bmi2 token, so the CPU has BMI2.
-    unsafe { scalar_pext_bmi2(spec, dec, input, sink) }
+    // SAFETY: the decoder's token proves the CPU has BMI2 and POPCNT, the entry's features.
+    unsafe { scalar_pext_bmi2(dec.token(), spec, dec, input, sink) }
 }
 
 // Thin entry point: `bmi2` lets `pext` inline into the loop; the body stays generic.
 #[target_feature(enable = "bmi2,popcnt")]
 fn scalar_pext_bmi2<I: HwBits, S: RowSink>(
+    _bmi2: Bmi2,
     spec: RankSpec,
     dec: &PextDecoder<I>,
     input: &SegmentInput<'_, I>,
     sink: &mut S,
 ) -> Result<(), KernelError> {
-    rank_dispatch!(spec, input, dec, sink)
+    rank_dispatch(spec, input, dec, sink)
 }

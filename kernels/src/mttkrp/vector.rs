@@ -122,8 +122,8 @@ where
     D: Decode<I>,
     S: RowSink,
 {
-    const { assert!(NV * BLOCKS * T::LANES <= MAX_FIXED_RANK) };
-    let rank = NV * T::LANES * BLOCKS;
+    let cols = FixedColumns::<NV, BLOCKS>;
+    let rank = <FixedColumns<NV, BLOCKS> as Columns<T>>::rank(&cols);
     debug_assert_eq!(rank, input.rank, "run_segment checks the rank");
     let others = Others::new(input, dec, rank);
     // Prefetching (for factors beyond L2) is a separate loop so the common case carries no
@@ -131,29 +131,58 @@ where
     let prefetch = input.prefetch > 0;
     if N == 0 {
         if prefetch {
-            fixed_loop::<T, I, D, S, _, NV, BLOCKS, true>(simd, input, dec, sink, &others)
+            segment_loop::<T, I, D, S, _, _, true>(simd, input, dec, sink, &others, cols)
         } else {
-            fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &others)
+            segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &others, cols)
         }
     } else {
         let modes = FixedModes::<_, N>::new(&others);
         if prefetch {
-            fixed_loop::<T, I, D, S, _, NV, BLOCKS, true>(simd, input, dec, sink, &modes)
+            segment_loop::<T, I, D, S, _, _, true>(simd, input, dec, sink, &modes, cols)
         } else {
-            fixed_loop::<T, I, D, S, _, NV, BLOCKS, false>(simd, input, dec, sink, &modes)
+            segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &modes, cols)
         }
     }
 }
 
-/// The loop of [`fixed_body`] over a row locator; `PF`: with software prefetch (a separate loop,
-/// so the common case carries no prefetch test or registers).
+/// Any rank: pieces of [`DYN_PIECE`] vectors, then single vectors, then one masked partial
+/// vector for the last `rank % LANES` columns.
 #[inline(always)]
-fn fixed_loop<T, I, D, S, L, const NV: usize, const BLOCKS: usize, const PF: bool>(
+pub(crate) fn dyn_body<T, I, D, S>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+{
+    let cols = DynColumns::new::<T>(input.rank);
+    let others = Others::new(input, dec, input.rank);
+    if input.prefetch > 0 {
+        segment_loop::<T, I, D, S, _, _, true>(simd, input, dec, sink, &others, cols)
+    } else {
+        segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &others, cols)
+    }
+}
+
+/// The one per-nonzero skeleton of every tier built on [`SimdF64`]: chunks of [`CHUNK`]
+/// nonzeros validated at once by [`Bounds`], then per nonzero the row lookup through the
+/// locator `L` (any order, or one fixed at compile time), and the column work `C` (a fixed
+/// rank unrolled in registers, or any rank in pieces) into the sink's window when the row is
+/// plain for this nonzero, else staged and handed to [`RowSink::add`]. `PF`: with software
+/// prefetch (a separate loop, so the common case carries no prefetch test or registers).
+#[inline(always)]
+fn segment_loop<T, I, D, S, L, C, const PF: bool>(
     simd: T,
     input: &SegmentInput<'_, I>,
     dec: &D,
     sink: &mut S,
     others: &L,
+    cols: C,
 ) -> Result<(), KernelError>
 where
     T: SimdF64,
@@ -161,9 +190,9 @@ where
     D: Decode<I>,
     S: RowSink,
     L: Locate<I>,
+    C: Columns<T>,
 {
-    let block = NV * T::LANES;
-    let rank = block * BLOCKS;
+    let rank = cols.rank();
     let last = others.count() - 1; // order >= 2 (checked by run_segment)
     let target_dec = dec.mode(input.target);
     let window = window_of(sink, rank)?;
@@ -190,172 +219,239 @@ where
             let plast = tail[0];
             if has_window && sink.is_plain(boundary) {
                 // `bounds` accepted the chunk: `target` is a row of the window.
-                let o = window.row_ptr_unchecked(target, rank);
-                for b in 0..BLOCKS {
-                    // SAFETY: `bounds` accepted the chunk, so every row pointer starts `rank`
-                    // doubles of its factor; `b * block + NV * LANES <= rank`.
-                    let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
-                    for (c, a) in acc.into_iter().enumerate() {
-                        let off = b * block + c * T::LANES;
-                        // SAFETY: `off + LANES <= rank`: within the checked last row, and within
-                        // the window's checked row `target` (plain for this nonzero, as the sink
-                        // said).
-                        unsafe {
-                            let y = simd.fmadd(a, simd.load(plast.add(off)), simd.load(o.add(off)));
-                            simd.store(o.add(off), y);
-                        }
-                    }
-                }
+                let out = window.row_ptr_unchecked(target, rank);
+                // SAFETY: `bounds` accepted the chunk, so every row pointer starts `rank`
+                // doubles of its factor and `out` starts the window's row `target`, `rank`
+                // doubles that are plain for this nonzero (the sink said so) and that no other
+                // reference reaches while the sink is borrowed here.
+                unsafe { cols.fma_into(simd, v, heads, plast, out) };
             } else {
-                let mut row = [0.0f64; MAX_FIXED_RANK];
-                let r = row.as_mut_ptr();
-                for b in 0..BLOCKS {
-                    // SAFETY: as above.
-                    let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
-                    for (c, a) in acc.into_iter().enumerate() {
-                        let off = b * block + c * T::LANES;
-                        // SAFETY: `off + LANES <= rank <= MAX_FIXED_RANK`.
-                        unsafe { simd.store(r.add(off), simd.mul(a, simd.load(plast.add(off)))) };
-                    }
-                }
-                sink.add(target, 0, &row[..rank], boundary);
+                // SAFETY: as above, for the factor rows.
+                unsafe { cols.add_staged(simd, v, heads, plast, sink, target, boundary) };
             }
         }
     }
     Ok(())
 }
 
-/// Any rank: pieces of [`DYN_PIECE`] vectors, then single vectors, then one masked partial
-/// vector for the last `rank % LANES` columns.
-#[inline(always)]
-pub(crate) fn dyn_body<T, I, D, S>(
-    simd: T,
-    input: &SegmentInput<'_, I>,
-    dec: &D,
-    sink: &mut S,
-) -> Result<(), KernelError>
-where
-    T: SimdF64,
-    I: HwBits,
-    D: Decode<I>,
-    S: RowSink,
-{
-    if input.prefetch > 0 {
-        dyn_loop::<T, I, D, S, true>(simd, input, dec, sink)
-    } else {
-        dyn_loop::<T, I, D, S, false>(simd, input, dec, sink)
+/// The column work of one nonzero, the part of [`segment_loop`] that varies with the rank:
+/// `out += v * prod(heads) * last` over the `rank` columns.
+pub(crate) trait Columns<T: SimdF64>: Copy {
+    /// The number of columns.
+    fn rank(&self) -> usize;
+
+    /// Adds the contribution into the plain row `out`.
+    ///
+    /// # Safety
+    /// Every pointer in `heads`, and `last`, must be valid for reading `rank` doubles; `out`
+    /// for reading and writing `rank` doubles, with no other access to them meanwhile.
+    unsafe fn fma_into(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        out: *mut f64,
+    );
+
+    /// Forms the contribution in a stack buffer and hands it to [`RowSink::add`].
+    ///
+    /// # Safety
+    /// Every pointer in `heads`, and `last`, must be valid for reading `rank` doubles.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn add_staged<S: RowSink>(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        sink: &mut S,
+        target: u64,
+        boundary: bool,
+    );
+}
+
+/// A compile-time rank: `BLOCKS` blocks of `NV` vectors, each block's accumulators in
+/// registers, fully unrolled.
+#[derive(Clone, Copy)]
+pub(crate) struct FixedColumns<const NV: usize, const BLOCKS: usize>;
+
+impl<T: SimdF64, const NV: usize, const BLOCKS: usize> Columns<T> for FixedColumns<NV, BLOCKS> {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        const { assert!(NV * BLOCKS * T::LANES <= MAX_FIXED_RANK) };
+        NV * T::LANES * BLOCKS
+    }
+
+    #[inline(always)]
+    unsafe fn fma_into(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        out: *mut f64,
+    ) {
+        let block = NV * T::LANES;
+        for b in 0..BLOCKS {
+            // SAFETY: `b * block + NV * LANES <= rank`, which the caller's rows hold.
+            let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
+            for (c, a) in acc.into_iter().enumerate() {
+                let off = b * block + c * T::LANES;
+                // SAFETY: `off + LANES <= rank`: within `last` and `out`, as the caller
+                // guarantees.
+                unsafe {
+                    let y = simd.fmadd(a, simd.load(last.add(off)), simd.load(out.add(off)));
+                    simd.store(out.add(off), y);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn add_staged<S: RowSink>(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        sink: &mut S,
+        target: u64,
+        boundary: bool,
+    ) {
+        let block = NV * T::LANES;
+        let rank = block * BLOCKS;
+        let mut row = [0.0f64; MAX_FIXED_RANK];
+        let r = row.as_mut_ptr();
+        for b in 0..BLOCKS {
+            // SAFETY: as in `fma_into`.
+            let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
+            for (c, a) in acc.into_iter().enumerate() {
+                let off = b * block + c * T::LANES;
+                // SAFETY: `off + LANES <= rank <= MAX_FIXED_RANK`, within `row` and `last`.
+                unsafe { simd.store(r.add(off), simd.mul(a, simd.load(last.add(off)))) };
+            }
+        }
+        sink.add(target, 0, &row[..rank], boundary);
     }
 }
 
-/// The loop of [`dyn_body`]; `PF`: with software prefetch.
-#[inline(always)]
-fn dyn_loop<T, I, D, S, const PF: bool>(
-    simd: T,
-    input: &SegmentInput<'_, I>,
-    dec: &D,
-    sink: &mut S,
-) -> Result<(), KernelError>
-where
-    T: SimdF64,
-    I: HwBits,
-    D: Decode<I>,
-    S: RowSink,
-{
-    let rank = input.rank;
-    let piece = DYN_PIECE * T::LANES;
-    let pieces_end = rank - rank % piece;
-    let vectors_end = rank - rank % T::LANES;
-    let part = rank - vectors_end;
-    let others = Others::new(input, dec, rank);
-    let last = others.count::<0>() - 1; // order >= 2 (checked by run_segment)
-    let window = window_of(sink, rank)?;
-    let has_window = window.rows() > 0;
-    let bounds = Bounds::new(input, dec, rank, &window);
-    let dist = input.prefetch;
-    let mut ptrs = [core::ptr::null::<f64>(); MAX_ORDER];
-    let chunks = input.idx.chunks(CHUNK).zip(input.vals.chunks(CHUNK));
-    for (ci, (xs, vs)) in chunks.enumerate() {
-        if !bounds.check(xs) {
-            return Err(first_out_of_range(input, dec, xs, &window));
+/// Any rank: pieces of [`DYN_PIECE`] vectors up to `pieces_end`, single vectors up to
+/// `vectors_end`, then a masked partial vector of `part` columns.
+#[derive(Clone, Copy)]
+pub(crate) struct DynColumns {
+    rank: usize,
+    pieces_end: usize,
+    vectors_end: usize,
+    part: usize,
+}
+
+impl DynColumns {
+    #[inline(always)]
+    fn new<T: SimdF64>(rank: usize) -> Self {
+        let piece = DYN_PIECE * T::LANES;
+        let vectors_end = rank - rank % T::LANES;
+        DynColumns {
+            rank,
+            pieces_end: rank - rank % piece,
+            vectors_end,
+            part: rank - vectors_end,
         }
-        for (k, (&x, &v)) in xs.iter().zip(vs).enumerate() {
-            if PF {
-                if let Some(&ahead) = input.idx.get(ci * CHUNK + k + dist) {
-                    others.prefetch::<I, 0>(ahead, rank);
+    }
+}
+
+impl<T: SimdF64> Columns<T> for DynColumns {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    // SAFETY (every block below): the column ranges stay below `rank`, which the caller's
+    // rows hold; `part < LANES` columns are accessed with masked operations.
+    #[inline(always)]
+    unsafe fn fma_into(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        out: *mut f64,
+    ) {
+        let piece = DYN_PIECE * T::LANES;
+        let mut col = 0;
+        while col < self.pieces_end {
+            let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
+            for (c, a) in acc.into_iter().enumerate() {
+                let off = col + c * T::LANES;
+                unsafe {
+                    let y = simd.fmadd(a, simd.load(last.add(off)), simd.load(out.add(off)));
+                    simd.store(out.add(off), y);
                 }
             }
-            // Unchecked: `bounds` accepted every nonzero of the chunk.
-            others.locate::<I, 0>(x, rank, &mut ptrs);
-            let target = others.target.coord(x);
-            let boundary = x.intersects(input.boundary_mask);
-            let (heads, tail) = ptrs.split_at(last);
-            let plast = tail[0];
-            // SAFETY (every block below): `bounds` accepted the chunk, so each row pointer
-            // starts `rank` doubles of its factor; the column ranges stay below `rank`; `o` is
-            // the window's checked row `target`, plain for this nonzero as the sink said.
-            if has_window && sink.is_plain(boundary) {
-                let o = window.row_ptr_unchecked(target, rank);
-                let mut col = 0;
-                while col < pieces_end {
-                    let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
-                    for (c, a) in acc.into_iter().enumerate() {
-                        let off = col + c * T::LANES;
-                        unsafe {
-                            let y = simd.fmadd(a, simd.load(plast.add(off)), simd.load(o.add(off)));
-                            simd.store(o.add(off), y);
-                        }
-                    }
-                    col += piece;
-                }
-                while col < vectors_end {
-                    let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
-                    unsafe {
-                        let y = simd.fmadd(a, simd.load(plast.add(col)), simd.load(o.add(col)));
-                        simd.store(o.add(col), y);
-                    }
-                    col += T::LANES;
-                }
-                if part > 0 {
-                    unsafe {
-                        let a = product_part(simd, v, heads, col, part);
-                        let l = simd.load_part(plast.add(col), part);
-                        let y = simd.fmadd(a, l, simd.load_part(o.add(col), part));
-                        simd.store_part(o.add(col), part, y);
-                    }
-                }
-            } else {
-                const { assert!(T::LANES <= 8) };
-                let mut buf = [0.0f64; DYN_PIECE * 8];
-                let b = buf.as_mut_ptr();
-                let mut col = 0;
-                while col < pieces_end {
-                    let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
-                    for (c, a) in acc.into_iter().enumerate() {
-                        let off = c * T::LANES;
-                        unsafe {
-                            simd.store(b.add(off), simd.mul(a, simd.load(plast.add(col + off))))
-                        };
-                    }
-                    sink.add(target, col, &buf[..piece], boundary);
-                    col += piece;
-                }
-                while col < vectors_end {
-                    let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
-                    unsafe { simd.store(b, simd.mul(a, simd.load(plast.add(col)))) };
-                    sink.add(target, col, &buf[..T::LANES], boundary);
-                    col += T::LANES;
-                }
-                if part > 0 {
-                    unsafe {
-                        let a = product_part(simd, v, heads, col, part);
-                        simd.store_part(b, part, simd.mul(a, simd.load_part(plast.add(col), part)));
-                    }
-                    sink.add(target, col, &buf[..part], boundary);
-                }
+            col += piece;
+        }
+        while col < self.vectors_end {
+            let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
+            unsafe {
+                let y = simd.fmadd(a, simd.load(last.add(col)), simd.load(out.add(col)));
+                simd.store(out.add(col), y);
+            }
+            col += T::LANES;
+        }
+        let part = self.part;
+        if part > 0 {
+            unsafe {
+                let a = product_part(simd, v, heads, col, part);
+                let l = simd.load_part(last.add(col), part);
+                let y = simd.fmadd(a, l, simd.load_part(out.add(col), part));
+                simd.store_part(out.add(col), part, y);
             }
         }
     }
-    Ok(())
+
+    #[inline(always)]
+    unsafe fn add_staged<S: RowSink>(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        sink: &mut S,
+        target: u64,
+        boundary: bool,
+    ) {
+        const { assert!(T::LANES <= 8) };
+        let piece = DYN_PIECE * T::LANES;
+        let mut buf = [0.0f64; DYN_PIECE * 8];
+        let b = buf.as_mut_ptr();
+        let mut col = 0;
+        while col < self.pieces_end {
+            // SAFETY: as in `fma_into`; `buf` holds `DYN_PIECE * LANES` doubles.
+            let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
+            for (c, a) in acc.into_iter().enumerate() {
+                let off = c * T::LANES;
+                unsafe { simd.store(b.add(off), simd.mul(a, simd.load(last.add(col + off)))) };
+            }
+            sink.add(target, col, &buf[..piece], boundary);
+            col += piece;
+        }
+        while col < self.vectors_end {
+            // SAFETY: as above.
+            let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
+            unsafe { simd.store(b, simd.mul(a, simd.load(last.add(col)))) };
+            sink.add(target, col, &buf[..T::LANES], boundary);
+            col += T::LANES;
+        }
+        let part = self.part;
+        if part > 0 {
+            // SAFETY: as above, masked to `part` columns.
+            unsafe {
+                let a = product_part(simd, v, heads, col, part);
+                simd.store_part(b, part, simd.mul(a, simd.load_part(last.add(col), part)));
+            }
+            sink.add(target, col, &buf[..part], boundary);
+        }
+    }
 }
 
 /// Whether a kernel is also specialized for the order: [`ByOrder`] for the BMI2 decoder (its
