@@ -3,11 +3,17 @@
 //! it to the target row `i_n` through a [`RowSink`].
 //!
 //! Three tiers, never mixed (the naive oracle lives in the tests):
-//! - [`Isa::Scalar`]: portable Rust, one generic body (`scalar::segment_body`);
-//! - [`Isa::Pulp`]: the same algorithm written once over `pulp::Simd` and dispatched by `pulp` to
-//!   AVX-512 (V4), AVX2 (V3) or scalar: the portable-SIMD comparison point;
-//! - [`Isa::Avx2`], [`Isa::Avx512`]: explicit `std::arch` kernels, one generic body over a tiny
-//!   vector trait ([`vector`]) instantiated per ISA, FMA into the output row, masked tails.
+//! - [`Isa::Scalar`]: portable Rust: the generic body of [`vector`] over a one-lane
+//!   `SimdF64` on the [`Scalar`](crate::isa::Scalar) token (`scalar`);
+//! - [`Isa::Pulp`]: the same algorithm written over `pulp::Simd` and dispatched by `pulp` to
+//!   AVX-512 (V4), AVX2 (V3) or scalar: the portable-SIMD comparison point (`pulp_simd`);
+//! - [`Isa::Avx2`], [`Isa::Avx512`]: explicit `std::arch` kernels: the generic body of
+//!   [`vector`] instantiated on each ISA's token, FMA into the output row, masked tails.
+//!
+//! Layout: `names` (kernel names and parsing), `decoder` (decoder choice), `error`, `locate`
+//! (row location and chunk bounds), `vector` (the one per-nonzero skeleton, its column work
+//! for fixed and runtime ranks, and the `isa_kernels!` entry-point macro), one file per ISA,
+//! and [`run_segment`] here.
 //!
 //! Every kernel is specialized for ranks 8, 16, 32 and 64 (const generics: the rank loop is fully
 //! unrolled in registers) and has a runtime-rank variant. Thin `#[target_feature]` entry points

@@ -1,7 +1,10 @@
-//! The explicit-SIMD tier's algorithm, written once over a tiny vector trait ([`SimdF64`]) that
-//! each ISA module implements on its capability token (so holding the `self` of a method proves
-//! the CPU runs its instructions). The bodies are `#[inline(always)]`; the ISA modules wrap them
-//! in `#[target_feature]` entry points, where the intrinsics and BMI2 `pext` inline.
+//! The MTTKRP algorithm, written once over a tiny vector trait ([`SimdF64`]) that each ISA
+//! module implements on its capability token (so holding the `self` of a method proves the CPU
+//! runs its instructions): AVX2 and AVX-512, and the one-lane scalar tier. One skeleton
+//! (`segment_loop`: chunks, bounds, row location, sink) serves fixed and runtime ranks, with
+//! the column work (`FixedColumns`, `DynColumns`) as the varying part. The bodies are
+//! `#[inline(always)]`; the ISA modules wrap them in `#[target_feature]` entry points
+//! (`isa_kernels!`), where the intrinsics and BMI2 `pext` inline.
 //!
 //! Per nonzero: decode the other modes into row pointers (one bounds test per mode, folded into
 //! a single branch), form `acc = v * U_a(i_a, :) * ...` over all but the last other mode in
