@@ -8,7 +8,7 @@ use alto::cpd::rows::{RowIsa, RowKernel};
 use alto::cpd::{cp_als, cp_als_from, initial_factors, CpModel, CpdOptions, SolveKind};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::harness::pool::build_pool;
-use alto::mttkrp::{MttkrpOptions, Sync, SyncChoice};
+use alto::mttkrp::{ConflictResolution, MttkrpOptions, SyncChoice};
 use alto::{AltoError, CooTensor, Matrix};
 use nalgebra::DMatrix;
 use rand::{Rng, SeedableRng};
@@ -253,7 +253,7 @@ fn every_mttkrp_strategy_gives_the_same_model() {
         ..CpdOptions::new(rank)
     };
     let reference = run(&coo, 1, &base, None);
-    for sync in Sync::ALL {
+    for sync in ConflictResolution::ALL {
         let opts = CpdOptions {
             mttkrp: MttkrpOptions {
                 sync: SyncChoice::Force(sync),
@@ -268,7 +268,7 @@ fn every_mttkrp_strategy_gives_the_same_model() {
         assert!(m
             .mttkrp_runs
             .iter()
-            .all(|r| r.sync == sync || sync == Sync::Flagged));
+            .all(|r| r.sync == sync || sync == ConflictResolution::Flagged));
     }
 }
 

@@ -7,7 +7,8 @@ use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions, IndexWidth};
 use alto::harness::pool::build_pool;
 use alto::mttkrp::{
-    compare_with_oracle, mttkrp, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice, Workspace,
+    compare_with_oracle, mttkrp, mttkrp_oracle, ConflictResolution, MttkrpOptions, SyncChoice,
+    Workspace,
 };
 use alto::{CooTensor, Matrix};
 use alto_kernels::{Bmi2, DecodeKind, Isa, KernelId, RankSpec};
@@ -131,9 +132,9 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
                 let want = mttkrp_oracle(coo, &factors, mode).unwrap();
                 for sync in [
                     SyncChoice::Auto,
-                    SyncChoice::Force(Sync::Pull),
-                    SyncChoice::Force(Sync::Atomic),
-                    SyncChoice::Force(Sync::Flagged),
+                    SyncChoice::Force(ConflictResolution::Pull),
+                    SyncChoice::Force(ConflictResolution::Atomic),
+                    SyncChoice::Force(ConflictResolution::Flagged),
                 ] {
                     for decode in decoders() {
                         turn += 1;
@@ -245,7 +246,7 @@ fn strategies_resolve_as_documented() {
         alto.flag_bit(2).is_some(),
         "a u32 index with 17 bits has spare flag bits"
     );
-    assert_eq!(run.sync, Sync::Flagged);
+    assert_eq!(run.sync, ConflictResolution::Flagged);
     let mut out0 = Matrix::zeros(4, 4);
     let run0 = mttkrp(
         &alto,
@@ -257,12 +258,12 @@ fn strategies_resolve_as_documented() {
         &pool,
     )
     .unwrap();
-    assert_eq!(run0.sync, Sync::Pull);
+    assert_eq!(run0.sync, ConflictResolution::Pull);
     // Raising the threshold above mode 0's reuse forces the atomic-side branch there too.
     let opts = MttkrpOptions {
         min_fiber_reuse: Some(10_000),
         ..Default::default()
     };
     let run0 = mttkrp(&alto, &factors, 0, &mut out0, &opts, &mut ws, &pool).unwrap();
-    assert_eq!(run0.sync, Sync::Flagged);
+    assert_eq!(run0.sync, ConflictResolution::Flagged);
 }

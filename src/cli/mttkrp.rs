@@ -8,8 +8,8 @@ use alto::harness::model::{mttkrp_call_traffic, CallShape};
 use alto::harness::pool::PinReport;
 use alto::harness::record::MeasurementRecord;
 use alto::mttkrp::{
-    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice,
-    Workspace,
+    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, ConflictResolution, MttkrpOptions,
+    SyncChoice, Workspace,
 };
 use alto::Matrix;
 use alto_kernels::DecodeKind;
@@ -263,7 +263,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             None => (timed()?, None),
         };
         let counters = counts.map(|report| {
-            let shape = CallShape::of(t, mode, rank, run.sync == Sync::Pull);
+            let shape = CallShape::of(t, mode, rank, run.sync == ConflictResolution::Pull);
             let model = mttkrp_call_traffic(&shape).times(a.iters as f64);
             ModeCounters {
                 calls: a.iters,
