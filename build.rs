@@ -1,5 +1,7 @@
-//! Records the git commit being built (`ALTO_GIT_COMMIT`, "unknown" outside a git checkout) for
-//! the measurement record, and rebuilds when HEAD moves.
+//! Records the git commit being built (`ALTO_GIT_COMMIT`, "unknown" outside a git checkout) and
+//! whether tracked files differed from it (`ALTO_GIT_DIRTY`: "true", "false", or "unknown"
+//! outside a git checkout) for the measurement record; rebuilds when HEAD moves or the index
+//! changes.
 
 use std::path::Path;
 use std::process::Command;
@@ -21,10 +23,29 @@ fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let commit = git(&dir, &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=ALTO_GIT_COMMIT={commit}");
+    // Untracked files do not make a build dirty: only changes to what the commit holds.
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(&dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or("unknown", |o| {
+            if o.stdout.is_empty() {
+                "false"
+            } else {
+                "true"
+            }
+        });
+    println!("cargo:rustc-env=ALTO_GIT_DIRTY={dirty}");
     println!("cargo:rerun-if-changed=build.rs");
-    // HEAD, the branch it points to, and packed refs (only paths that exist: a missing one
-    // would rerun this script on every build).
-    let mut watch = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    // HEAD, the branch it points to, packed refs, and the index (staging or committing changes
+    // it; only paths that exist: a missing one would rerun this script on every build).
+    let mut watch = vec![
+        "HEAD".to_string(),
+        "packed-refs".to_string(),
+        "index".to_string(),
+    ];
     if let Some(r) = git(&dir, &["symbolic-ref", "-q", "HEAD"]) {
         watch.push(r);
     }

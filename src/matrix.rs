@@ -1,11 +1,10 @@
-//! Dense row-major matrices (factors and MTTKRP outputs) and their NumPy `.npy` files
-//! (f64, C order, shape `rows x cols`), so results can be checked from Python.
+//! Dense row-major matrices (factors and MTTKRP outputs), 64-byte aligned for the kernels,
+//! read from and written to NumPy `.npy` files (shape `rows x cols`) by [`crate::io::npy`].
 
 use crate::error::{AltoError, Result};
+use crate::io::npy;
 use alto_kernels::AlignedBuf;
-use npyz::WriterBuilder;
 use rand::{Rng, SeedableRng};
-use std::io::Write;
 use std::path::Path;
 
 /// A dense `rows x cols` matrix of f64, row-major.
@@ -87,56 +86,14 @@ impl Matrix {
             .fold(0.0, f64::max)
     }
 
-    /// Writes the matrix as a `.npy` file (f64, C order).
+    /// Writes the matrix as a `.npy` file (f64, C order), through [`crate::io::npy`].
     pub fn write_npy(&self, path: &Path) -> Result<()> {
-        let io = |e| AltoError::io(path, e);
-        let file = std::fs::File::create(path).map_err(io)?;
-        let mut buf = std::io::BufWriter::new(file);
-        let mut w = npyz::WriteOptions::<f64>::new()
-            .default_dtype()
-            .shape(&[self.rows as u64, self.cols as u64])
-            .writer(&mut buf)
-            .begin_nd()
-            .map_err(io)?;
-        w.extend(self.data.iter().copied()).map_err(io)?;
-        w.finish().map_err(io)?;
-        buf.flush().map_err(io)
+        npy::write_f64(path, &[self.rows as u64, self.cols as u64], &self.data)
     }
 
     /// Reads a 2-D f64 `.npy` file in C order (a 1-D array reads as one column).
     pub fn read_npy(path: &Path) -> Result<Matrix> {
-        let bytes = std::fs::read(path).map_err(|e| AltoError::io(path, e))?;
-        let bad = |reason: String| AltoError::BadNpy {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let npy =
-            npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("not a .npy file: {e}")))?;
-        let shape = npy.shape().to_vec();
-        let (rows, cols) = match shape[..] {
-            [r, c] => (r as usize, c as usize),
-            [r] => (r as usize, 1),
-            _ => return Err(bad(format!("expected a 2-D array, found shape {shape:?}"))),
-        };
-        if npy.order() != npyz::Order::C && rows > 1 && cols > 1 {
-            return Err(bad(
-                "expected C (row-major) order, found Fortran order".into()
-            ));
-        }
-        let dtype = npy.dtype();
-        let ok = matches!(&dtype, npyz::DType::Plain(ts) if ts.type_char() == npyz::TypeChar::Float && ts.size_field() == 8);
-        if !ok {
-            return Err(bad(format!(
-                "expected float64 data, found {}",
-                dtype.descr()
-            )));
-        }
-        let data: Vec<f64> = npy
-            .into_vec()
-            .map_err(|e| bad(format!("cannot read data: {e}")))?;
-        if data.len() != rows * cols {
-            return Err(bad(format!("{} values for shape {shape:?}", data.len())));
-        }
+        let (rows, cols, data) = npy::read_f64_2d(path)?;
         Ok(Matrix {
             rows,
             cols,
@@ -148,6 +105,7 @@ impl Matrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use npyz::WriterBuilder;
 
     #[test]
     fn npy_round_trip_and_errors() {

@@ -2,37 +2,15 @@
 //! The `alto` command end to end: real tensors with `--check`, generators, conversions, JSON
 //! output, and clear errors with exit code 2 for bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn alto(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_alto"))
-        .args(args)
-        .output()
-        .expect("run alto")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn real_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/real");
-    d.is_dir().then_some(d)
-}
+use common::{alto, stderr};
 
 #[test]
 fn real_tensors_pass_the_oracle_check() {
-    let Some(dir) = real_dir() else {
-        eprintln!("skipping: ../shared/data/real is absent");
+    let Some(files) = common::real_tensors() else {
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "tns"))
-        .collect();
-    files.sort();
     assert!(!files.is_empty());
     for f in files {
         for (threads, sync) in [

@@ -2,14 +2,9 @@
 //! The `alto` binary's topology, pinning, counters and record output.
 
 use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn alto(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_alto"))
-        .args(args)
-        .output()
-        .expect("running alto")
-}
+use common::alto;
 
 fn ok(args: &[&str]) -> String {
     let out = alto(args);
@@ -190,6 +185,7 @@ fn mttkrp_counters_and_records() {
         "min_s",
         "median_s",
         "max_s",
+        "git_dirty",
     ] {
         assert!(!r[field].is_null(), "record lacks {field}");
     }

@@ -4,16 +4,17 @@
 //! singular systems take the pseudo-inverse, bad options are clear errors, the real tensors run,
 //! and `alto cpd` works end to end.
 
+mod common;
+
 use alto::cpd::rows::{RowIsa, RowKernel};
 use alto::cpd::{cp_als, cp_als_from, initial_factors, CpModel, CpdOptions, SolveKind};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::harness::pool::build_pool;
-use alto::mttkrp::{MttkrpOptions, Sync, SyncChoice};
+use alto::mttkrp::{ConflictResolution, MttkrpOptions, SyncChoice};
 use alto::{AltoError, CooTensor, Matrix};
+use common::alto;
 use nalgebra::DMatrix;
-use rand::{Rng, SeedableRng};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use rand::SeedableRng;
 
 fn build(coo: &CooTensor, threads: usize) -> AnyAlto {
     let opts = BuildOptions {
@@ -186,12 +187,7 @@ impl DenseCp {
 /// Random small tensor with duplicates and mixed-sign values.
 fn small_tensor(dims: &[u64], nnz: usize, seed: u64) -> CooTensor {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
-    let inds = dims
-        .iter()
-        .map(|&d| (0..nnz).map(|_| rng.random_range(0..d)).collect())
-        .collect();
-    let vals = (0..nnz).map(|_| rng.random_range(-1.0..2.0)).collect();
-    CooTensor::new(dims.to_vec(), inds, vals).unwrap()
+    common::uniform_tensor(dims, nnz, u64::MAX, -1.0..2.0, &mut rng)
 }
 
 #[test]
@@ -253,7 +249,7 @@ fn every_mttkrp_strategy_gives_the_same_model() {
         ..CpdOptions::new(rank)
     };
     let reference = run(&coo, 1, &base, None);
-    for sync in Sync::ALL {
+    for sync in ConflictResolution::ALL {
         let opts = CpdOptions {
             mttkrp: MttkrpOptions {
                 sync: SyncChoice::Force(sync),
@@ -268,7 +264,7 @@ fn every_mttkrp_strategy_gives_the_same_model() {
         assert!(m
             .mttkrp_runs
             .iter()
-            .all(|r| r.sync == sync || sync == Sync::Flagged));
+            .all(|r| r.sync == sync || sync == ConflictResolution::Flagged));
     }
 }
 
@@ -344,23 +340,11 @@ fn bad_options_are_clear_errors() {
     assert!(e.to_string().contains("norm"), "{e}");
 }
 
-fn real_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/real");
-    d.is_dir().then_some(d)
-}
-
 #[test]
 fn real_tensors_run() {
-    let Some(dir) = real_dir() else {
-        eprintln!("skipping: ../shared/data/real is absent");
+    let Some(files) = common::real_tensors() else {
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "tns"))
-        .collect();
-    files.sort();
     assert!(!files.is_empty());
     for f in files {
         let coo = alto::io::tns::read_tns(&f, None).unwrap();
@@ -383,13 +367,6 @@ fn real_tensors_run() {
             "{what}"
         );
     }
-}
-
-fn alto(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_alto"))
-        .args(args)
-        .output()
-        .expect("run alto")
 }
 
 #[test]

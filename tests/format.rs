@@ -2,20 +2,17 @@
 //! paths), sorted order, duplicate merging, balanced partitions with exact intervals, exact
 //! helper flags, and the radix sort against the comparison sort.
 
+mod common;
+
 use alto::format::{AltoTensor, AnyAlto, BuildOptions, IndexWidth, SortAlgorithm};
 use alto::CooTensor;
 use alto_kernels::{Bmi2, DecodeKind, HwBits};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::collections::HashMap;
 
 fn random_coo(dims: &[u64], nnz: usize, seed: u64) -> CooTensor {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
-    let inds = dims
-        .iter()
-        .map(|&d| (0..nnz).map(|_| rng.random_range(0..d.min(64))).collect())
-        .collect();
-    let vals = (0..nnz).map(|_| rng.random_range(-1.0..1.0)).collect();
-    CooTensor::new(dims.to_vec(), inds, vals).unwrap()
+    common::uniform_tensor(dims, nnz, 64, -1.0..1.0, &mut rng)
 }
 
 /// Sums values per coordinate: the tensor as a map, independent of order and duplicates.

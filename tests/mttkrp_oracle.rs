@@ -3,11 +3,14 @@
 //! all modes, all three index widths, 1-4 threads (more threads than nonzeros included), every
 //! strategy, both decoders, and tensors with duplicate coordinates.
 
+mod common;
+
 use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions, IndexWidth};
 use alto::harness::pool::build_pool;
 use alto::mttkrp::{
-    compare_with_oracle, mttkrp, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice, Workspace,
+    compare_with_oracle, mttkrp, mttkrp_oracle, ConflictResolution, MttkrpOptions, SyncChoice,
+    Workspace,
 };
 use alto::{CooTensor, Matrix};
 use alto_kernels::{Bmi2, DecodeKind, Isa, KernelId, RankSpec};
@@ -36,35 +39,6 @@ fn dims_for(order: usize, width: IndexWidth, rng: &mut impl Rng) -> Option<Vec<u
         .collect();
     let layout = alto::format::Layout::new(&dims).ok()?;
     (layout.width() == width).then_some(dims)
-}
-
-/// Random nonzeros with clustered coordinates (so segments share rows) and some duplicates.
-fn random_tensor(dims: &[u64], nnz: usize, rng: &mut impl Rng) -> CooTensor {
-    let mut inds: Vec<Vec<u64>> = vec![Vec::with_capacity(nnz); dims.len()];
-    let mut vals = Vec::with_capacity(nnz);
-    for k in 0..nnz {
-        if k > 0 && rng.random_bool(0.1) {
-            // duplicate of an earlier coordinate
-            let j = rng.random_range(0..k);
-            for ind in inds.iter_mut() {
-                let x = ind[j];
-                ind.push(x);
-            }
-        } else {
-            for (m, ind) in inds.iter_mut().enumerate() {
-                // A few hot rows per mode plus uniform ones.
-                let hot = rng.random_bool(0.5);
-                let x = if hot {
-                    rng.random_range(0..dims[m].min(5))
-                } else {
-                    rng.random_range(0..dims[m])
-                };
-                ind.push(x);
-            }
-        }
-        vals.push(rng.random_range(-1.0..1.0));
-    }
-    CooTensor::new(dims.to_vec(), inds, vals).unwrap()
 }
 
 /// `auto` plus one explicit kernel, cycling with `turn` through every available ISA x {runtime
@@ -131,9 +105,9 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
                 let want = mttkrp_oracle(coo, &factors, mode).unwrap();
                 for sync in [
                     SyncChoice::Auto,
-                    SyncChoice::Force(Sync::Pull),
-                    SyncChoice::Force(Sync::Atomic),
-                    SyncChoice::Force(Sync::Flagged),
+                    SyncChoice::Force(ConflictResolution::Pull),
+                    SyncChoice::Force(ConflictResolution::Atomic),
+                    SyncChoice::Force(ConflictResolution::Flagged),
                 ] {
                     for decode in decoders() {
                         turn += 1;
@@ -184,7 +158,7 @@ fn all_variants_match_the_oracle() {
             } else {
                 rng.random_range(40..400)
             };
-            let coo = random_tensor(&dims, nnz, &mut rng);
+            let coo = common::clustered_tensor(&dims, nnz, &mut rng);
             let largest_dim = *dims.iter().max().unwrap();
             let ranks: Vec<usize> = if heavy || largest_dim < 5000 {
                 RANKS.to_vec()
@@ -201,7 +175,7 @@ fn all_variants_match_the_oracle() {
 fn more_threads_than_nonzeros_and_tiny_tensors() {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
     for nnz in [1usize, 2, 3] {
-        let coo = random_tensor(&[3, 4, 5], nnz, &mut rng);
+        let coo = common::clustered_tensor(&[3, 4, 5], nnz, &mut rng);
         check_tensor(&coo, &[4], &[1, 8, 17], &mut rng);
     }
 }
@@ -210,7 +184,7 @@ fn more_threads_than_nonzeros_and_tiny_tensors() {
 fn strategies_resolve_as_documented() {
     // A flat 3-D tensor with a long, low-reuse mode 2 (nnz / dim <= 4) and short modes.
     let mut rng = rand_pcg::Pcg64::seed_from_u64(9);
-    let coo = random_tensor(&[4, 6, 5000], 2000, &mut rng);
+    let coo = common::clustered_tensor(&[4, 6, 5000], 2000, &mut rng);
     let pool = build_pool(2).unwrap();
     let (alto, _) = pool
         .install(|| {
@@ -245,7 +219,7 @@ fn strategies_resolve_as_documented() {
         alto.flag_bit(2).is_some(),
         "a u32 index with 17 bits has spare flag bits"
     );
-    assert_eq!(run.sync, Sync::Flagged);
+    assert_eq!(run.sync, ConflictResolution::Flagged);
     let mut out0 = Matrix::zeros(4, 4);
     let run0 = mttkrp(
         &alto,
@@ -257,12 +231,12 @@ fn strategies_resolve_as_documented() {
         &pool,
     )
     .unwrap();
-    assert_eq!(run0.sync, Sync::Pull);
+    assert_eq!(run0.sync, ConflictResolution::Pull);
     // Raising the threshold above mode 0's reuse forces the atomic-side branch there too.
     let opts = MttkrpOptions {
         min_fiber_reuse: Some(10_000),
         ..Default::default()
     };
     let run0 = mttkrp(&alto, &factors, 0, &mut out0, &opts, &mut ws, &pool).unwrap();
-    assert_eq!(run0.sync, Sync::Flagged);
+    assert_eq!(run0.sync, ConflictResolution::Flagged);
 }

@@ -8,7 +8,7 @@ use alto::format::{AnyAlto, BuildOptions, Layout};
 use alto::gen::{find_preset, preset};
 use alto::harness::counters::{CounterSet, Quantity};
 use alto::harness::model::{mttkrp_call_traffic, CallShape};
-use alto::mttkrp::{mttkrp, mttkrp_flops, MttkrpOptions, Sync, Workspace};
+use alto::mttkrp::{mttkrp, mttkrp_flops, ConflictResolution, MttkrpOptions, Workspace};
 use alto::{CooTensor, Matrix};
 use alto_kernels::{KernelId, RankSpec};
 use anyhow::{anyhow, Context, Result};
@@ -206,7 +206,7 @@ pub fn run_case(
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     let gflops = mttkrp_flops(alto.order(), spec.rank, alto.nnz()) / median / 1e9;
-    let pull = run.sync == Sync::Pull;
+    let pull = run.sync == ConflictResolution::Pull;
     let traffic = mttkrp_call_traffic(&CallShape::of(&alto, spec.mode, spec.rank, pull));
     let derived = report.derive(Some(&traffic.times(times.len() as f64)));
     let (oi, oi_source) = match derived.intensity {

@@ -1,6 +1,7 @@
 //! `alto cpd`: CP-ALS with the fit and the MTTKRP / rest split of every iteration; writes
 //! `lambda.npy` and `factor{n}.npy` with `--out`.
 
+use super::choices::{parse_kernel, parse_row_kernel, SyncArg, KERNEL_HELP, ROW_KERNEL_HELP};
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
 use alto::dispatch::KernelChoice;
@@ -36,15 +37,12 @@ pub struct CpdArgs {
     // --threads (the tensor is cut into as many segments) and --pin.
     #[command(flatten)]
     pub pool: PoolArgs,
-    /// MTTKRP conflict resolution: auto, pull, atomic or flagged.
-    #[arg(long, default_value = "auto")]
-    pub sync: String,
-    /// MTTKRP kernel: auto, an ISA name, or a kernel name such as `scalar_r16`.
-    #[arg(long, default_value = "auto")]
-    pub kernel: String,
-    /// Kernel of the solve / Gram / scaling passes: auto, an ISA (`portable`, `avx2fma`) or a
-    /// name such as `avx2fma_r16` or `portable_rdyn`.
-    #[arg(long, default_value = "auto")]
+    /// MTTKRP conflict resolution.
+    #[arg(long, value_enum, default_value_t = SyncArg::Auto)]
+    pub sync: SyncArg,
+    #[arg(long, default_value = "auto", value_parser = parse_kernel, help = KERNEL_HELP)]
+    pub kernel: KernelChoice,
+    #[arg(long, default_value = "auto", value_parser = parse_row_kernel, help = ROW_KERNEL_HELP)]
     pub row_kernel: String,
     /// Write DIR/lambda.npy (R) and DIR/factor<n>.npy (I_n x R).
     #[arg(long)]
@@ -116,9 +114,9 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
     if !(a.tol >= 0.0 && a.tol.is_finite()) {
         bail!("--tol must be a finite number >= 0, got {}", a.tol);
     }
-    let sync: SyncChoice = a.sync.parse().map_err(|e: String| anyhow!("--sync: {e}"))?;
+    let sync = SyncChoice::from(a.sync);
     let dispatch = super::dispatch_env()?;
-    let kernel = dispatch.kernel(KernelChoice::parse(&a.kernel).context("--kernel")?);
+    let kernel = dispatch.kernel(a.kernel);
     kernel.resolve(a.rank).context("--kernel")?;
     let row_kernel = alto::cpd::rows::RowKernel::parse(&a.row_kernel, a.rank)
         .map_err(|e| anyhow!("--row-kernel: {e}"))?;

@@ -1,6 +1,7 @@
 //! `alto mttkrp`: one warm-up then K timed calls per mode; `--check` against the oracle;
 //! `--counters` counts events over exactly the timed calls of each mode.
 
+use super::choices::{parse_kernel, parse_mode, DecodeArg, ModeArg, SyncArg, KERNEL_HELP};
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::dispatch::KernelChoice;
 use alto::harness::counters::{CounterReport, CounterSet, Derived};
@@ -8,11 +9,10 @@ use alto::harness::model::{mttkrp_call_traffic, CallShape};
 use alto::harness::pool::PinReport;
 use alto::harness::record::MeasurementRecord;
 use alto::mttkrp::{
-    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, MttkrpOptions, Sync, SyncChoice,
-    Workspace,
+    compare_with_oracle, mttkrp, mttkrp_flops, mttkrp_oracle, ConflictResolution, MttkrpOptions,
+    SyncChoice, Workspace,
 };
 use alto::Matrix;
-use alto_kernels::DecodeKind;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
@@ -27,8 +27,8 @@ pub struct MttkrpArgs {
     #[command(flatten)]
     pub load: LoadArgs,
     /// Target mode (0-based) or `all`.
-    #[arg(long, default_value = "all")]
-    pub mode: String,
+    #[arg(long, default_value = "all", value_name = "all|N", value_parser = parse_mode)]
+    pub mode: ModeArg,
     #[arg(long, default_value_t = 16)]
     pub rank: usize,
     // --threads (the tensor is cut into as many segments) and --pin.
@@ -37,15 +37,14 @@ pub struct MttkrpArgs {
     /// Timed calls per mode (after one warm-up call).
     #[arg(long, default_value_t = 10)]
     pub iters: usize,
-    /// Conflict resolution: auto, pull, atomic or flagged.
-    #[arg(long, default_value = "auto")]
-    pub sync: String,
-    /// Kernel: auto, an ISA name, or a kernel name such as `scalar_r16`.
-    #[arg(long, default_value = "auto")]
-    pub kernel: String,
-    /// De-linearization: auto (the CPU rule), pext or runs.
-    #[arg(long, default_value = "auto")]
-    pub decode: String,
+    /// Conflict resolution.
+    #[arg(long, value_enum, default_value_t = SyncArg::Auto)]
+    pub sync: SyncArg,
+    #[arg(long, default_value = "auto", value_parser = parse_kernel, help = KERNEL_HELP)]
+    pub kernel: KernelChoice,
+    /// De-linearization of the ALTO index.
+    #[arg(long, value_enum, default_value_t = DecodeArg::Auto)]
+    pub decode: DecodeArg,
     /// Software-prefetch distance in nonzeros (0 = off); default: the kernels' measured one.
     #[arg(long, value_name = "NNZ")]
     pub prefetch: Option<usize>,
@@ -133,20 +132,6 @@ struct Report {
     records: Vec<MeasurementRecord>,
 }
 
-fn parse_decode(s: &str) -> Result<Option<DecodeKind>> {
-    Ok(match s {
-        "auto" => None,
-        "pext" => {
-            if alto_kernels::Bmi2::try_new().is_none() {
-                bail!("--decode pext: this CPU has no BMI2");
-            }
-            Some(DecodeKind::Pext)
-        }
-        "runs" => Some(DecodeKind::Runs),
-        other => bail!("--decode: unknown decoder `{other}` (auto, pext or runs)"),
-    })
-}
-
 fn load_factors(dir: &Path, dims: &[u64], rank: usize) -> Result<Vec<Matrix>> {
     dims.iter()
         .enumerate()
@@ -173,25 +158,16 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
     if a.iters == 0 {
         bail!("--iters must be at least 1");
     }
-    let sync: SyncChoice = a
-        .sync
-        .parse()
-        .map_err(|e: String| anyhow::anyhow!("--sync: {e}"))?;
+    let sync = SyncChoice::from(a.sync);
     let dispatch = super::dispatch_env()?;
-    let kernel = dispatch.kernel(KernelChoice::parse(&a.kernel).context("--kernel")?);
+    let kernel = dispatch.kernel(a.kernel);
     kernel.resolve(a.rank).context("--kernel")?;
-    let decode = parse_decode(&a.decode)?.or(dispatch.decode);
+    let decode = a.decode.kind()?.or(dispatch.decode);
     let threads = a.pool.threads()?;
     let (pool, pin) = a.pool.build()?;
     let loaded = load(&a.file, &a.load, threads, &pool)?;
     let t = &loaded.alto;
-    let modes: Vec<usize> = if a.mode == "all" {
-        (0..t.order()).collect()
-    } else {
-        let m: usize = a
-            .mode
-            .parse()
-            .map_err(|_| anyhow::anyhow!("--mode: `{}` is not a mode number or `all`", a.mode))?;
+    let modes: Vec<usize> = if let ModeArg::One(m) = a.mode {
         if m >= t.order() {
             bail!(
                 "--mode {m}: the tensor has modes 0..{} (0-based)",
@@ -199,6 +175,8 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             );
         }
         vec![m]
+    } else {
+        (0..t.order()).collect()
     };
     let rank = a.rank;
     let factors: Vec<Matrix> = match &a.load_factors {
@@ -264,7 +242,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
             None => (timed()?, None),
         };
         let counters = counts.map(|report| {
-            let shape = CallShape::of(t, mode, rank, run.sync == Sync::Pull);
+            let shape = CallShape::of(t, mode, rank, run.sync == ConflictResolution::Pull);
             let model = mttkrp_call_traffic(&shape).times(a.iters as f64);
             ModeCounters {
                 calls: a.iters,

@@ -19,6 +19,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The git commit this binary was built from (`unknown` outside a git checkout).
 pub const GIT_COMMIT: &str = env!("ALTO_GIT_COMMIT");
 
+/// Whether tracked files differed from [`GIT_COMMIT`] when this binary was built: `true`,
+/// `false`, or `unknown` outside a git checkout (untracked files do not count).
+pub const GIT_DIRTY: &str = env!("ALTO_GIT_DIRTY");
+
 /// CPU flags kernel selection looks at; a record lists those the CPU has.
 pub const KERNEL_FLAGS: [&str; 11] = [
     "avx",
@@ -64,6 +68,10 @@ pub struct MeasurementRecord {
     pub min_s: f64,
     pub median_s: f64,
     pub max_s: f64,
+    /// [`GIT_DIRTY`] of the build; the last CSV column, so CSVs written before it still read
+    /// (and empty in JSON records written before it).
+    #[serde(default)]
+    pub git_dirty: String,
 }
 
 impl MeasurementRecord {
@@ -95,6 +103,7 @@ impl MeasurementRecord {
             min_s: 0.0,
             median_s: 0.0,
             max_s: 0.0,
+            git_dirty: GIT_DIRTY.to_string(),
         }
     }
 
@@ -111,7 +120,7 @@ impl MeasurementRecord {
     /// Column names of [`csv_row`](Self::csv_row).
     pub const CSV_HEADER: &'static str = "program,alto_version,git_commit,date,cpu_model,\
         cpu_flags,isa,kernel,threads,pin,pin_backend,rank,tensor,shape,nnz,mode,repetitions,\
-        min_s,median_s,max_s";
+        min_s,median_s,max_s,git_dirty";
 
     /// One CSV line (no newline): flags space-separated, shape as `AxBxC`, an absent mode empty.
     pub fn csv_row(&self) -> String {
@@ -137,6 +146,7 @@ impl MeasurementRecord {
             format!("{:e}", self.min_s),
             format!("{:e}", self.median_s),
             format!("{:e}", self.max_s),
+            csv_field(&self.git_dirty),
         ]
         .join(",")
     }

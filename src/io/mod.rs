@@ -1,5 +1,6 @@
-//! Tensors and matrices in and out of files: FROSTT `.tns` text ([`tns`]) and the binary
-//! `.alto` file ([`binfile`]). Dense factors use NumPy `.npy` through [`crate::matrix`].
+//! Tensors and matrices in and out of files: FROSTT `.tns` text ([`tns`]), the binary `.alto`
+//! file ([`binfile`]), and NumPy `.npy` arrays of f64 for dense factors ([`npy`]).
 
 pub mod binfile;
+pub mod npy;
 pub mod tns;

@@ -2,7 +2,7 @@
 //! conflicts resolved by pull-based staging, atomics or flag-guided atomics.
 
 use super::oracle::check_factors;
-use super::strategy::{exclusive_intervals, resolve_sync, Sync, SyncChoice};
+use super::strategy::{exclusive_intervals, resolve_sync, ConflictResolution, SyncChoice};
 use crate::dispatch::{default_decode, KernelChoice};
 use crate::error::{AltoError, Result};
 use crate::format::alto::{AltoTensor, AnyAlto};
@@ -31,7 +31,7 @@ pub struct MttkrpOptions {
 /// What ran.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MttkrpRun {
-    pub sync: Sync,
+    pub sync: ConflictResolution,
     #[serde(serialize_with = "ser_display")]
     pub kernel: KernelId,
     /// The decoder's name (`pext` or `runs`).
@@ -156,7 +156,7 @@ pub fn mttkrp_alto<I: HwBits>(
     let decoder = t.decoder(run.decode_kind);
     let factor_slices: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
     let boundary_mask = match (run.sync, t.flag_bit(mode)) {
-        (Sync::Flagged, Some(bit)) => I::from_u128(1u128 << bit),
+        (ConflictResolution::Flagged, Some(bit)) => I::from_u128(1u128 << bit),
         _ => I::ZERO,
     };
     let prefetch = opts.prefetch.unwrap_or(DEFAULT_PREFETCH);
@@ -179,10 +179,10 @@ pub fn mttkrp_alto<I: HwBits>(
             .par_chunks_mut(1 << 14)
             .for_each(|c| c.fill(0.0));
         match run.sync {
-            Sync::Pull => pull(t, mode, rank, out, ws, &|p, sink| {
+            ConflictResolution::Pull => pull(t, mode, rank, out, ws, &|p, sink| {
                 run_segment(kernel, &decoder, &input_of(p), sink)
             }),
-            Sync::Atomic => {
+            ConflictResolution::Atomic => {
                 let cells = as_atomic(out.as_mut_slice());
                 (0..parts).into_par_iter().try_for_each(|p| {
                     run_segment(
@@ -194,7 +194,7 @@ pub fn mttkrp_alto<I: HwBits>(
                 })?;
                 Ok(())
             }
-            Sync::Flagged => {
+            ConflictResolution::Flagged => {
                 let cells = as_atomic(out.as_mut_slice());
                 (0..parts).into_par_iter().try_for_each(|p| {
                     // Each segment gets its own sink, as FlaggedRows requires.
@@ -222,7 +222,7 @@ fn pull<I: HwBits>(
     out: &mut Matrix,
     ws: &mut Workspace,
     run: &(dyn Fn(usize, &mut PlainRows<'_>) -> std::result::Result<(), alto_kernels::KernelError>
-          + std::marker::Sync),
+          + Sync),
 ) -> Result<()> {
     let parts = t.num_partitions();
     let intervals: Vec<Option<(u64, u64)>> = (0..parts).map(|p| t.interval(p, mode)).collect();

@@ -6,7 +6,9 @@ pub mod strategy;
 
 pub use driver::{mttkrp, mttkrp_alto, plan, staging_len, MttkrpOptions, MttkrpRun, Workspace};
 pub use oracle::{check_factors, compare_with_oracle, mttkrp_oracle};
-pub use strategy::{choose_sync, exclusive_intervals, resolve_sync, Sync, SyncChoice};
+pub use strategy::{
+    choose_sync, exclusive_intervals, resolve_sync, ConflictResolution, SyncChoice,
+};
 
 /// Flops of one MTTKRP in the roofline convention (SPEC section 1): `N * R` per nonzero.
 pub fn mttkrp_flops(order: usize, rank: usize, nnz: usize) -> f64 {

@@ -8,7 +8,7 @@ use std::str::FromStr;
 /// How concurrent updates of the same output row by different segments are resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Sync {
+pub enum ConflictResolution {
     /// Each segment accumulates into a private staging buffer over its interval; a parallel
     /// pull-based reduction sums the buffers into the output.
     Pull,
@@ -18,18 +18,22 @@ pub enum Sync {
     Flagged,
 }
 
-impl Sync {
-    pub const ALL: [Sync; 3] = [Sync::Pull, Sync::Atomic, Sync::Flagged];
+impl ConflictResolution {
+    pub const ALL: [ConflictResolution; 3] = [
+        ConflictResolution::Pull,
+        ConflictResolution::Atomic,
+        ConflictResolution::Flagged,
+    ];
     pub fn name(self) -> &'static str {
         match self {
-            Sync::Pull => "pull",
-            Sync::Atomic => "atomic",
-            Sync::Flagged => "flagged",
+            ConflictResolution::Pull => "pull",
+            ConflictResolution::Atomic => "atomic",
+            ConflictResolution::Flagged => "flagged",
         }
     }
 }
 
-impl fmt::Display for Sync {
+impl fmt::Display for ConflictResolution {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -40,7 +44,7 @@ impl fmt::Display for Sync {
 pub enum SyncChoice {
     #[default]
     Auto,
-    Force(Sync),
+    Force(ConflictResolution),
 }
 
 impl FromStr for SyncChoice {
@@ -48,9 +52,9 @@ impl FromStr for SyncChoice {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "auto" => Ok(SyncChoice::Auto),
-            "pull" => Ok(SyncChoice::Force(Sync::Pull)),
-            "atomic" => Ok(SyncChoice::Force(Sync::Atomic)),
-            "flagged" => Ok(SyncChoice::Force(Sync::Flagged)),
+            "pull" => Ok(SyncChoice::Force(ConflictResolution::Pull)),
+            "atomic" => Ok(SyncChoice::Force(ConflictResolution::Atomic)),
+            "flagged" => Ok(SyncChoice::Force(ConflictResolution::Flagged)),
             other => Err(format!(
                 "unknown sync strategy `{other}` (expected auto, pull, atomic or flagged)"
             )),
@@ -60,13 +64,17 @@ impl FromStr for SyncChoice {
 
 /// The heuristic: pull-based staging when the mode's fiber reuse exceeds `min_fiber_reuse`;
 /// otherwise flag-guided atomics when the mode has a helper-flag bit, else plain atomics.
-pub fn choose_sync(fiber_reuse: u64, min_fiber_reuse: u64, has_flag_bit: bool) -> Sync {
+pub fn choose_sync(
+    fiber_reuse: u64,
+    min_fiber_reuse: u64,
+    has_flag_bit: bool,
+) -> ConflictResolution {
     if fiber_reuse > min_fiber_reuse {
-        Sync::Pull
+        ConflictResolution::Pull
     } else if has_flag_bit {
-        Sync::Flagged
+        ConflictResolution::Flagged
     } else {
-        Sync::Atomic
+        ConflictResolution::Atomic
     }
 }
 
@@ -77,10 +85,12 @@ pub fn resolve_sync(
     fiber_reuse: u64,
     min_fiber_reuse: u64,
     has_flag_bit: bool,
-) -> Sync {
+) -> ConflictResolution {
     match choice {
         SyncChoice::Auto => choose_sync(fiber_reuse, min_fiber_reuse, has_flag_bit),
-        SyncChoice::Force(Sync::Flagged) if !has_flag_bit => Sync::Atomic,
+        SyncChoice::Force(ConflictResolution::Flagged) if !has_flag_bit => {
+            ConflictResolution::Atomic
+        }
         SyncChoice::Force(s) => s,
     }
 }
@@ -115,21 +125,21 @@ mod tests {
 
     #[test]
     fn every_branch_of_the_heuristic() {
-        assert_eq!(choose_sync(5, 4, false), Sync::Pull);
-        assert_eq!(choose_sync(4, 4, true), Sync::Flagged);
-        assert_eq!(choose_sync(4, 4, false), Sync::Atomic);
-        assert_eq!(choose_sync(100, 1000, false), Sync::Atomic);
+        assert_eq!(choose_sync(5, 4, false), ConflictResolution::Pull);
+        assert_eq!(choose_sync(4, 4, true), ConflictResolution::Flagged);
+        assert_eq!(choose_sync(4, 4, false), ConflictResolution::Atomic);
+        assert_eq!(choose_sync(100, 1000, false), ConflictResolution::Atomic);
         assert_eq!(
-            resolve_sync(SyncChoice::Force(Sync::Flagged), 0, 4, false),
-            Sync::Atomic
+            resolve_sync(SyncChoice::Force(ConflictResolution::Flagged), 0, 4, false),
+            ConflictResolution::Atomic
         );
         assert_eq!(
-            resolve_sync(SyncChoice::Force(Sync::Pull), 0, 4, false),
-            Sync::Pull
+            resolve_sync(SyncChoice::Force(ConflictResolution::Pull), 0, 4, false),
+            ConflictResolution::Pull
         );
         assert_eq!(
             "flagged".parse::<SyncChoice>().unwrap(),
-            SyncChoice::Force(Sync::Flagged)
+            SyncChoice::Force(ConflictResolution::Flagged)
         );
         assert!("locks".parse::<SyncChoice>().is_err());
     }
