@@ -71,9 +71,9 @@ impl MttkrpFormat for CooFormat {
         self.coo.dims()
     }
 
-    /// `nnz * (N * 8 + 8)`: 64-bit indices and values.
+    /// `nnz * (N * 8 + 8)`: 64-bit indices and values (the paper's eq. 2).
     fn storage_bytes(&self) -> u64 {
-        self.coo.storage_bytes(8)
+        self.coo.nnz() as u64 * (self.coo.order() as u64 * 8 + 8)
     }
 
     /// Runs `opts.coo_sync` and returns its name (on one thread always `privatized`: the
