@@ -4,10 +4,10 @@
 //! `cargo run --release -p alto-experiments --example bench_formats -- darpa 500000 2 [CSF]`
 //! (tensor, nonzeros, threads, optionally one format). `BENCH_REPS` sets the repetitions (20).
 
-use alto_experiments::formats::{canonical_coo, Baseline, BaselineKind, BaselineOptions, CooSync};
 use alto::harness::pool::build_pool;
 use alto::mttkrp::{mttkrp, MttkrpOptions, Workspace};
 use alto::{AnyAlto, BuildOptions, Matrix};
+use alto_experiments::formats::{canonical_coo, Baseline, BaselineKind, BaselineOptions, CooSync};
 use anyhow::{anyhow, Context, Result};
 use std::time::Instant;
 

@@ -3,14 +3,14 @@
 //! naive COO oracle: orders 2-6, the rank grid, all modes, 1-4 threads, every available ISA,
 //! tensors with duplicate coordinates, and tensors with fewer nonzeros than threads.
 
-use alto_experiments::formats::{
-    canonical_coo, Baseline, BaselineIsa, BaselineKind, BaselineOptions, CooSync, CsfFormat,
-    HicooFormat, HicooSync, HicooSyncChoice, MttkrpFormat,
-};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::harness::pool::build_pool;
 use alto::mttkrp::{compare_with_oracle, mttkrp_oracle};
 use alto::{CooTensor, Matrix};
+use alto_experiments::formats::{
+    canonical_coo, Baseline, BaselineIsa, BaselineKind, BaselineOptions, CooSync, CsfFormat,
+    HicooFormat, HicooSync, HicooSyncChoice, MttkrpFormat,
+};
 use rand::{Rng, SeedableRng};
 
 const RANKS: [usize; 8] = [1, 7, 8, 9, 16, 17, 33, 64];

@@ -293,12 +293,7 @@ pub(crate) fn check_memory(needed: u64) -> Result<()> {
 }
 
 /// Checks factors and output shape, returning the rank.
-fn check_call(
-    dims: &[u64],
-    factors: &[Matrix],
-    mode: usize,
-    out: &Matrix,
-) -> Result<usize> {
+fn check_call(dims: &[u64], factors: &[Matrix], mode: usize, out: &Matrix) -> Result<usize> {
     let rank = alto::mttkrp::check_factors(dims, factors, mode)?;
     if out.rows() as u64 != dims[mode] || out.cols() != rank {
         return Err(AltoError::InvalidArgument(format!(
