@@ -78,9 +78,4 @@ impl CooTensor {
     pub fn into_parts(self) -> (Vec<u64>, Vec<Vec<u64>>, Vec<f64>) {
         (self.dims, self.inds, self.vals)
     }
-
-    /// Bytes COO needs with `word` bytes per index and 8 per value (paper eq. 2).
-    pub fn storage_bytes(&self, word: usize) -> u64 {
-        self.nnz() as u64 * (self.order() * word + 8) as u64
-    }
 }

@@ -14,11 +14,10 @@
 //! - [`cpd`]: CP-ALS decomposition on top of the MTTKRP driver;
 //! - [`matrix`]: dense factors and their `.npy` files;
 //! - [`harness`] (feature `harness`): topology, pinned pools, perf-event counters, the
-//!   traffic model and measurement records, for the experiments and the command;
-//! - [`baselines`]: the formats of the paper's comparison (COO, CSF, HiCOO) with the same
-//!   parallel MTTKRP interface, for the experiments.
+//!   traffic model and measurement records, for the experiments and the command.
+//!
+//! The formats of the paper's comparison (COO, CSF, HiCOO) live in `alto-experiments`.
 
-pub mod baselines;
 pub mod coo;
 pub mod cpd;
 pub mod dispatch;

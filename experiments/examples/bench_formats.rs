@@ -4,10 +4,10 @@
 //! `cargo run --release -p alto-experiments --example bench_formats -- darpa 500000 2 [CSF]`
 //! (tensor, nonzeros, threads, optionally one format). `BENCH_REPS` sets the repetitions (20).
 
-use alto::baselines::{canonical_coo, Baseline, BaselineKind, BaselineOptions, CooSync};
 use alto::harness::pool::build_pool;
 use alto::mttkrp::{mttkrp, MttkrpOptions, Workspace};
 use alto::{AnyAlto, BuildOptions, Matrix};
+use alto_experiments::formats::{canonical_coo, Baseline, BaselineKind, BaselineOptions, CooSync};
 use anyhow::{anyhow, Context, Result};
 use std::time::Instant;
 
@@ -58,10 +58,10 @@ fn main() -> Result<()> {
             let mut line = format!("{:>12} build {build:.3} s:", kind.name());
             for mode in 0..coo.order() {
                 let mut y = Matrix::zeros(coo.dims()[mode] as usize, rank);
-                let ran = f.mttkrp_with(&factors, mode, &mut y, &opts, &pool)?;
+                let ran = f.mttkrp(&factors, mode, &mut y, &opts, &pool)?;
                 let t = Instant::now();
                 for _ in 0..reps {
-                    f.mttkrp_with(&factors, mode, &mut y, &opts, &pool)?;
+                    f.mttkrp(&factors, mode, &mut y, &opts, &pool)?;
                 }
                 line += &format!(" {:.1} ns ({ran})", per_nnz(t.elapsed().as_secs_f64()));
             }

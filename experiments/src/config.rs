@@ -1,7 +1,8 @@
 //! Command-line options shared by every figure binary, and the run context derived from them.
 
+use crate::formats::{BaselineIsa, BASELINE_ISA_ENV};
 use alto::harness::pool::PinPolicy;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -71,6 +72,25 @@ pub struct Opts {
     /// No progress bars (log lines only).
     #[arg(long)]
     pub no_progress: bool,
+
+    /// The baselines' instruction set: `portable` or `avx2`. Default: `$ALTO_BASELINE_ISA`
+    /// (the binaries read it at start-up), else vector code exactly when ALTO's kernels are
+    /// vectorized.
+    #[arg(long, value_name = "ISA")]
+    pub baseline_isa: Option<String>,
+}
+
+impl Opts {
+    /// Fills what the command line left unset from the environment (`ALTO_BASELINE_ISA`):
+    /// called once, at the top of each binary, so nothing below reads the environment.
+    pub fn with_env(mut self) -> Self {
+        if self.baseline_isa.is_none() {
+            self.baseline_isa = std::env::var(BASELINE_ISA_ENV)
+                .ok()
+                .filter(|s| !s.is_empty());
+        }
+        self
+    }
 }
 
 /// What a run works with, resolved once from [`Opts`].
@@ -83,6 +103,8 @@ pub struct Ctx {
     pub threads: Vec<usize>,
     /// Worker placement of every pool (`--pin`).
     pub pin: PinPolicy,
+    /// The baselines' instruction set (`--baseline-isa`), checked against this CPU.
+    pub baseline_isa: BaselineIsa,
 }
 
 impl Ctx {
@@ -121,12 +143,18 @@ impl Ctx {
         };
         std::fs::create_dir_all(&reports)
             .with_context(|| format!("cannot create {}", reports.display()))?;
+        let baseline_isa = match &opts.baseline_isa {
+            Some(name) => BaselineIsa::from_name(name)
+                .map_err(|e| anyhow!("--baseline-isa / {BASELINE_ISA_ENV}: {e}"))?,
+            None => experiment_baseline_isa(crate::measure::alto_isa()?.name()),
+        };
         Ok(Ctx {
             opts,
             host,
             reports,
             threads,
             pin,
+            baseline_isa,
         })
     }
 
@@ -159,6 +187,17 @@ impl Ctx {
             .join(".cache")
             .join(&self.host)
             .join(alto::harness::record::GIT_COMMIT)
+    }
+}
+
+/// The baselines' default instruction set in the experiments: vector code only when ALTO's
+/// kernels (whose ISA is `alto_isa`) are vectorized too, so neither side gets wider vectors
+/// than the other.
+pub fn experiment_baseline_isa(alto_isa: &str) -> BaselineIsa {
+    if alto_isa == "scalar" {
+        BaselineIsa::Portable
+    } else {
+        BaselineIsa::best()
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! Flow: [`tensors`] lists the inputs (stand-ins for the paper's 15 tensors from
 //! [`alto::gen::preset`], plus every `.tns` file of `--data DIR`); each figure says what it
-//! needs per tensor ([`figures::Figure::needs`]); [`measure`] builds the formats and times
+//! needs per tensor ([`figures::Figure::needs`]); [`measure`] builds the formats (ALTO, and the
+//! baselines of [`formats`]) and times
 //! MTTKRP, checking every result against the oracle and caching each measurement under
 //! `reports/.cache` so an interrupted run resumes where it stopped; the figures then render
 //! ([`plot`]) and write `reports/<figure>/<host>/{<figure>.png, <figure>.csv, record.json}`;
@@ -13,6 +14,7 @@
 
 pub mod config;
 pub mod figures;
+pub mod formats;
 pub mod measure;
 pub mod plot;
 pub mod record;

@@ -91,9 +91,7 @@ impl Record {
             alto_isa: crate::measure::alto_isa()
                 .map(|i| i.name().to_string())
                 .unwrap_or_else(|e| e.to_string()),
-            baseline_isa: crate::measure::experiment_baseline_isa()
-                .map(|i| i.name().to_string())
-                .unwrap_or_else(|e| e.to_string()),
+            baseline_isa: ctx.baseline_isa.name().to_string(),
             measurements: Vec::new(),
         }
     }

@@ -103,7 +103,7 @@ macro_rules! figure_main {
 
         fn main() -> anyhow::Result<()> {
             let cli = <Cli as clap::Parser>::parse();
-            $crate::run_figures(&[$($id),+], cli.opts)
+            $crate::run_figures(&[$($id),+], cli.opts.with_env())
         }
     };
 }

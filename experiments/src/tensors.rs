@@ -1,10 +1,10 @@
 //! The tensor set: stand-ins for the paper's 15 tensors (SPEC section 9) from the skewed
 //! hierarchical generator, plus every `.tns` file of `--data DIR`. Every tensor is brought to
 //! the canonical input the formats are built from: duplicates summed, lexicographic order
-//! ([`alto::baselines::canonical_coo`]).
+//! ([`crate::formats::canonical_coo`]).
 
 use crate::config::Ctx;
-use alto::baselines::canonical_coo;
+use crate::formats::canonical_coo;
 use alto::format::layout::Layout;
 use alto::gen::{hierarchical, Preset, PRESETS};
 use alto::CooTensor;

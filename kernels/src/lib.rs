@@ -4,6 +4,7 @@
 //! - [`index`]: the linearized index word (`u32`/`u64`/`u128`) and portable bit deposit/extract;
 //! - [`decode`]: de-linearization, BMI2 `pext` or shift-and-mask over mask bit runs;
 //! - [`sink`]: conflict-resolution targets (plain, atomic, flag-guided);
+//! - [`baselines`]: the `#[target_feature]` entry points of the evaluation baselines;
 //! - [`isa`]: capability tokens (holding one proves the CPU has the instructions);
 //! - [`rows`]: the CP-ALS row kernels (solve, Gram, scale), portable and AVX2+FMA;
 //! - [`mttkrp`]: the segment kernels (scalar, `pulp`, AVX2, AVX-512), their named variants and
@@ -12,6 +13,7 @@
 //! Everything takes plain slices; the `alto` crate owns tensors, threads and strategy choice.
 
 pub mod aligned;
+pub mod baselines;
 pub mod decode;
 pub mod index;
 pub mod isa;

@@ -297,20 +297,18 @@ impl Csv {
         self.rows.push(row);
     }
 
+    /// Writes the header and the rows; the `csv` crate quotes cells that need it (RFC 4180).
     pub fn write(&self, path: &std::path::Path) -> Result<()> {
-        let quote = |s: &String| {
-            if s.contains([',', '"', '\n']) {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            } else {
-                s.clone()
-            }
-        };
-        let mut text = String::new();
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_path(path)
+            .with_context(|| format!("writing {}", path.display()))?;
         for row in std::iter::once(&self.header).chain(&self.rows) {
-            text.push_str(&row.iter().map(quote).collect::<Vec<_>>().join(","));
-            text.push('\n');
+            w.write_record(row)
+                .with_context(|| format!("writing {}", path.display()))?;
         }
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -393,8 +391,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Csv::new(&["a", "b"]);
         c.push(vec!["x,y".into(), "1".into()]);
+        c.push(vec!["say \"hi\"".into(), "".into()]);
         let p = dir.path().join("t.csv");
         c.write(&p).unwrap();
-        assert_eq!(std::fs::read_to_string(p).unwrap(), "a,b\n\"x,y\",1\n");
+        assert_eq!(
+            std::fs::read_to_string(p).unwrap(),
+            "a,b\n\"x,y\",1\n\"say \"\"hi\"\"\",\n"
+        );
     }
 }

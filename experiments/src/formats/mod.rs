@@ -11,12 +11,15 @@
 //!   (ParTI's "kernels"), parallel over superblock rows of the target mode without conflicts,
 //!   or over superblocks with thread-private outputs where rows are too few or too unbalanced.
 //!
-//! Every format is built from a [`CooTensor`] with its construction time, reports its storage in
-//! bytes, and runs `mttkrp(factors, mode, out, pool)` for any mode; all are tested against
-//! [`crate::mttkrp::mttkrp_oracle`] in `tests/baselines_oracle.rs`.
+//! Every format implements [`MttkrpFormat`]: built from a [`CooTensor`] with its construction
+//! time, it reports its storage in bytes and runs `mttkrp(factors, mode, out, opts, pool)` for
+//! any mode, the shape checks done once in the trait's provided method. All are tested against
+//! [`alto::mttkrp::mttkrp_oracle`] in `tests/baselines_oracle.rs`. They use only `alto`'s public
+//! API; their `#[target_feature]` entry points are in [`alto_kernels::baselines`], reached with
+//! a [`BaselineIsa`] (which holds the CPU's capability token).
 //!
 //! Supported orders: all three support every order the library does (2 to
-//! [`crate::coo::MAX_ORDER`]); the paper's HiCOO implementation supported only 3-D and 4-D
+//! [`alto::coo::MAX_ORDER`]); the paper's HiCOO implementation supported only 3-D and 4-D
 //! tensors ([`BaselineKind::paper_supports`] says which combinations the paper could run).
 //! Indices are 64-bit (as in the paper) except HiCOO's, which are its own compressed widths
 //! (32-bit block and 8-bit element indices). HiCOO needs block coordinates below 2^32, i.e.
@@ -28,114 +31,90 @@ pub mod hicoo;
 mod rows;
 mod sort;
 
+pub use alto_kernels::baselines::BaselineIsa;
 pub use coo::{CooFormat, CooSync};
 pub use csf::{CsfFormat, CsfTree};
 pub use hicoo::{choose_hicoo_sync, HicooFormat, HicooSync, HicooSyncChoice};
 
-use crate::coo::CooTensor;
-use crate::error::{AltoError, Result};
-use crate::format::alto::available_memory;
-use crate::matrix::Matrix;
-use std::sync::OnceLock;
+use alto::coo::CooTensor;
+use alto::format::alto::available_memory;
+use alto::{AltoError, Matrix, Result};
 
-/// Environment variable that forces the baselines' instruction set (`portable` or `avx2`).
+/// Environment variable that forces the baselines' instruction set (`portable` or `avx2`); the
+/// binaries read it once at the top ([`crate::config::Opts`]), the formats never do.
 pub const BASELINE_ISA_ENV: &str = "ALTO_BASELINE_ISA";
 
-/// The instruction set the baseline kernels are compiled for. The kernel bodies are generic;
-/// `Avx2` instantiates them inside a `#[target_feature(enable = "avx2,fma")]` entry point, as a
-/// C baseline compiled with `-march=native` would be on an AVX2 machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BaselineIsa {
-    /// The compilation target's baseline (SSE2 on x86-64).
-    Portable,
-    /// AVX2 and FMA.
-    Avx2,
-}
-
-impl BaselineIsa {
-    pub const ALL: [BaselineIsa; 2] = [BaselineIsa::Portable, BaselineIsa::Avx2];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            BaselineIsa::Portable => "portable",
-            BaselineIsa::Avx2 => "avx2",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|i| i.name() == s)
-    }
-
-    /// Whether the running CPU executes this ISA.
-    pub fn available(self) -> bool {
-        match self {
-            BaselineIsa::Portable => true,
-            BaselineIsa::Avx2 => {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("fma")
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                {
-                    false
-                }
-            }
-        }
-    }
-
-    /// The best available.
-    pub fn best() -> Self {
-        if BaselineIsa::Avx2.available() {
-            BaselineIsa::Avx2
-        } else {
-            BaselineIsa::Portable
-        }
-    }
-}
-
-/// The default: `ALTO_BASELINE_ISA` when set (an error if unknown or unavailable), else the
-/// best available. Resolved once per process.
-pub fn default_baseline_isa() -> Result<BaselineIsa> {
-    static ISA: OnceLock<std::result::Result<BaselineIsa, String>> = OnceLock::new();
-    ISA.get_or_init(|| match std::env::var(BASELINE_ISA_ENV) {
-        Ok(name) if !name.is_empty() => match BaselineIsa::from_name(&name) {
-            Some(isa) if isa.available() => Ok(isa),
-            Some(_) => Err(format!(
-                "{BASELINE_ISA_ENV}: ISA `{name}` is not available on this CPU"
-            )),
-            None => Err(format!(
-                "{BASELINE_ISA_ENV}: unknown ISA `{name}` (portable or avx2)"
-            )),
-        },
-        _ => Ok(BaselineIsa::best()),
-    })
-    .clone()
-    .map_err(AltoError::InvalidArgument)
-}
-
-/// Run-time choices of the baseline kernels; the defaults are what the experiments use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Run-time choices of the baseline kernels; the defaults are the best ISA of this CPU, COO
+/// with atomics and the automatic HiCOO schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BaselineOptions {
-    /// `None`: [`default_baseline_isa`].
-    pub isa: Option<BaselineIsa>,
+    /// The instruction set (holding its token, so it is known to run here).
+    pub isa: BaselineIsa,
     /// COO conflict resolution.
     pub coo_sync: CooSync,
     /// HiCOO schedule.
     pub hicoo_sync: HicooSyncChoice,
 }
 
-impl BaselineOptions {
-    /// The ISA to run, checked against the CPU.
-    pub fn resolve_isa(&self) -> Result<BaselineIsa> {
-        match self.isa {
-            None => default_baseline_isa(),
-            Some(isa) if isa.available() => Ok(isa),
-            Some(isa) => Err(AltoError::InvalidArgument(format!(
-                "baseline ISA `{}` is not available on this CPU",
-                isa.name()
-            ))),
+impl Default for BaselineOptions {
+    fn default() -> Self {
+        BaselineOptions {
+            isa: BaselineIsa::best(),
+            coo_sync: CooSync::default(),
+            hicoo_sync: HicooSyncChoice::default(),
         }
+    }
+}
+
+/// One checked MTTKRP call, as every format's kernel receives it.
+pub struct MttkrpCall<'a> {
+    pub factors: &'a [Matrix],
+    pub mode: usize,
+    pub rank: usize,
+    pub opts: &'a BaselineOptions,
+}
+
+/// A sparse tensor format that computes MTTKRP: what the experiments build, measure and time.
+pub trait MttkrpFormat: Sized {
+    /// The build parameters besides the tensor (block sizes, tiling).
+    type Params;
+
+    /// Builds the format from `coo` on the current rayon pool, returning it and its
+    /// construction time in seconds.
+    fn build(coo: &CooTensor, params: &Self::Params) -> Result<(Self, f64)>;
+
+    fn dims(&self) -> &[u64];
+
+    /// Bytes of every array the format keeps (indices, pointers, values, schedules).
+    fn storage_bytes(&self) -> u64;
+
+    /// The kernel, called by [`MttkrpFormat::mttkrp`] after the shape checks: overwrites `out`
+    /// and returns the name of what ran.
+    fn run(
+        &self,
+        call: &MttkrpCall<'_>,
+        out: &mut Matrix,
+        pool: &rayon::ThreadPool,
+    ) -> Result<&'static str>;
+
+    /// MTTKRP of `mode` into `out` (overwritten) on `pool`; returns the name of what ran (COO's
+    /// and HiCOO's conflict resolution, `csf` or `csf-tile`).
+    fn mttkrp(
+        &self,
+        factors: &[Matrix],
+        mode: usize,
+        out: &mut Matrix,
+        opts: &BaselineOptions,
+        pool: &rayon::ThreadPool,
+    ) -> Result<&'static str> {
+        let rank = check_call(self.dims(), factors, mode, out)?;
+        let call = MttkrpCall {
+            factors,
+            mode,
+            rank,
+            opts,
+        };
+        self.run(&call, out, pool)
     }
 }
 
@@ -228,17 +207,16 @@ impl Baseline {
         let threads = pool.current_num_threads();
         check_memory(estimate_build_bytes(kind, coo, threads))?;
         pool.install(|| match kind {
-            BaselineKind::Coo => CooFormat::build(coo).map(|(f, s)| (Baseline::Coo(f), s)),
-            BaselineKind::Csf => CsfFormat::build(coo, None).map(|(f, s)| (Baseline::Csf(f), s)),
+            BaselineKind::Coo => CooFormat::build(coo, &()).map(|(f, s)| (Baseline::Coo(f), s)),
+            BaselineKind::Csf => CsfFormat::build(coo, &None).map(|(f, s)| (Baseline::Csf(f), s)),
             BaselineKind::CsfTile => {
-                CsfFormat::build(coo, Some(threads)).map(|(f, s)| (Baseline::Csf(f), s))
+                CsfFormat::build(coo, &Some(threads)).map(|(f, s)| (Baseline::Csf(f), s))
             }
-            BaselineKind::HicooSb10 | BaselineKind::HicooSb14 => HicooFormat::build(
-                coo,
-                HICOO_BLOCK_BITS,
-                kind.superblock_bits().expect("a HiCOO kind"),
-            )
-            .map(|(f, s)| (Baseline::Hicoo(f), s)),
+            BaselineKind::HicooSb10 | BaselineKind::HicooSb14 => {
+                let superblock_bits = kind.superblock_bits().expect("a HiCOO kind");
+                HicooFormat::build(coo, &(HICOO_BLOCK_BITS, superblock_bits))
+                    .map(|(f, s)| (Baseline::Hicoo(f), s))
+            }
         })
     }
 
@@ -259,20 +237,8 @@ impl Baseline {
         }
     }
 
-    /// MTTKRP of `mode` into `out` (overwritten) on `pool`, with the default options.
+    /// MTTKRP of `mode` into `out` (overwritten) on `pool`; returns the name of what ran.
     pub fn mttkrp(
-        &self,
-        factors: &[Matrix],
-        mode: usize,
-        out: &mut Matrix,
-        pool: &rayon::ThreadPool,
-    ) -> Result<&'static str> {
-        self.mttkrp_with(factors, mode, out, &BaselineOptions::default(), pool)
-    }
-
-    /// MTTKRP with explicit options; returns the name of what ran (COO's and HiCOO's
-    /// conflict resolution, `csf` or `csf-tile`).
-    pub fn mttkrp_with(
         &self,
         factors: &[Matrix],
         mode: usize,
@@ -281,19 +247,9 @@ impl Baseline {
         pool: &rayon::ThreadPool,
     ) -> Result<&'static str> {
         match self {
-            Baseline::Coo(f) => f
-                .mttkrp_with(factors, mode, out, opts, pool)
-                .map(CooSync::name),
-            Baseline::Csf(f) => f.mttkrp_with(factors, mode, out, opts, pool).map(|_| {
-                if f.tiled() {
-                    "csf-tile"
-                } else {
-                    "csf"
-                }
-            }),
-            Baseline::Hicoo(f) => f
-                .mttkrp_with(factors, mode, out, opts, pool)
-                .map(HicooSync::name),
+            Baseline::Coo(f) => f.mttkrp(factors, mode, out, opts, pool),
+            Baseline::Csf(f) => f.mttkrp(factors, mode, out, opts, pool),
+            Baseline::Hicoo(f) => f.mttkrp(factors, mode, out, opts, pool),
         }
     }
 }
@@ -337,13 +293,8 @@ pub(crate) fn check_memory(needed: u64) -> Result<()> {
 }
 
 /// Checks factors and output shape, returning the rank.
-pub(crate) fn check_call(
-    dims: &[u64],
-    factors: &[Matrix],
-    mode: usize,
-    out: &Matrix,
-) -> Result<usize> {
-    let rank = crate::mttkrp::check_factors(dims, factors, mode)?;
+fn check_call(dims: &[u64], factors: &[Matrix], mode: usize, out: &Matrix) -> Result<usize> {
+    let rank = alto::mttkrp::check_factors(dims, factors, mode)?;
     if out.rows() as u64 != dims[mode] || out.cols() != rank {
         return Err(AltoError::InvalidArgument(format!(
             "output is {} x {}, expected {} x {rank}",
@@ -378,6 +329,5 @@ mod tests {
         }
         assert!(!BaselineKind::HicooSb10.paper_supports(5));
         assert!(BaselineKind::Csf.mode_specific() && !BaselineKind::Coo.mode_specific());
-        assert_eq!(BaselineIsa::from_name("avx2"), Some(BaselineIsa::Avx2));
     }
 }

@@ -1,17 +1,16 @@
-#![cfg(feature = "harness")]
 //! Every baseline format (COO with atomics and privatized, CSF and CSF-tile, HiCOO with both
 //! schedules at the paper's block sizes and at tiny ones that make many blocks) against the
 //! naive COO oracle: orders 2-6, the rank grid, all modes, 1-4 threads, every available ISA,
 //! tensors with duplicate coordinates, and tensors with fewer nonzeros than threads.
 
-use alto::baselines::{
-    canonical_coo, Baseline, BaselineIsa, BaselineKind, BaselineOptions, CooSync, CsfFormat,
-    HicooFormat, HicooSync, HicooSyncChoice,
-};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::harness::pool::build_pool;
 use alto::mttkrp::{compare_with_oracle, mttkrp_oracle};
 use alto::{CooTensor, Matrix};
+use alto_experiments::formats::{
+    canonical_coo, Baseline, BaselineIsa, BaselineKind, BaselineOptions, CooSync, CsfFormat,
+    HicooFormat, HicooSync, HicooSyncChoice, MttkrpFormat,
+};
 use rand::{Rng, SeedableRng};
 
 const RANKS: [usize; 8] = [1, 7, 8, 9, 16, 17, 33, 64];
@@ -62,12 +61,10 @@ struct Variant {
 }
 
 fn isas() -> Vec<BaselineIsa> {
-    let v: Vec<BaselineIsa> = BaselineIsa::ALL
-        .into_iter()
-        .filter(|i| i.available())
-        .collect();
-    if v.len() < BaselineIsa::ALL.len() {
-        eprintln!("skipping baseline ISAs this CPU lacks (only {v:?} run)");
+    let v = BaselineIsa::available();
+    if v.len() < BaselineIsa::NAMES.len() {
+        let names: Vec<&str> = v.iter().map(|i| i.name()).collect();
+        eprintln!("skipping baseline ISAs this CPU lacks (only {names:?} run)");
     }
     v
 }
@@ -75,7 +72,7 @@ fn isas() -> Vec<BaselineIsa> {
 fn variants(coo: &CooTensor, pool: &rayon::ThreadPool) -> Vec<Variant> {
     let mut v = Vec::new();
     let with = |isa, coo_sync, hicoo_sync| BaselineOptions {
-        isa: Some(isa),
+        isa,
         coo_sync,
         hicoo_sync,
     };
@@ -115,7 +112,7 @@ fn variants(coo: &CooTensor, pool: &rayon::ThreadPool) -> Vec<Variant> {
         }
         // Tiny blocks and superblocks: many of each even in a small tensor.
         for (bb, sk) in [(1, 1), (2, 3), (3, 5)] {
-            let (h, _) = pool.install(|| HicooFormat::build(coo, bb, sk)).unwrap();
+            let (h, _) = pool.install(|| HicooFormat::build(coo, &(bb, sk))).unwrap();
             for sync in [HicooSync::Scheduled, HicooSync::Privatized] {
                 v.push(Variant {
                     name: format!("HiCOO-b{bb}-sb{sk}-{sync:?}-{}", isa.name()),
@@ -125,7 +122,7 @@ fn variants(coo: &CooTensor, pool: &rayon::ThreadPool) -> Vec<Variant> {
             }
         }
         // Many tiles per mode.
-        let (csf, _) = pool.install(|| CsfFormat::build(coo, Some(5))).unwrap();
+        let (csf, _) = pool.install(|| CsfFormat::build(coo, &Some(5))).unwrap();
         v.push(Variant {
             name: format!("CSF-tile5-{}", isa.name()),
             format: Baseline::Csf(csf),
@@ -153,7 +150,7 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize]) -> usize {
                     let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
                     got.as_mut_slice().fill(f64::NAN); // every format must overwrite it
                     var.format
-                        .mttkrp_with(&factors, mode, &mut got, &var.opts, &pool)
+                        .mttkrp(&factors, mode, &mut got, &var.opts, &pool)
                         .unwrap();
                     let err = compare_with_oracle(coo, &factors, mode, &got, &want);
                     assert!(
@@ -256,16 +253,16 @@ fn storage_accounting() {
 fn hicoo_structure() {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(4);
     let coo = random_tensor(&[3000, 7, 300], 400, &mut rng);
-    let (h, _) = HicooFormat::build(&coo, 7, 10).unwrap();
+    let (h, _) = HicooFormat::build(&coo, &(7, 10)).unwrap();
     assert_eq!(h.nnz(), coo.nnz());
     assert!(h.blocks() >= 1 && h.blocks() <= coo.nnz());
     assert!(h.superblocks() >= 3, "mode 0 spans three 2^10 superblocks");
     assert!(h.superblocks() <= h.blocks());
     assert!(
-        HicooFormat::build(&coo, 9, 10).is_err(),
+        HicooFormat::build(&coo, &(9, 10)).is_err(),
         "offsets are bytes"
     );
-    assert!(HicooFormat::build(&coo, 7, 6).is_err());
+    assert!(HicooFormat::build(&coo, &(7, 6)).is_err());
 }
 
 #[test]
@@ -279,9 +276,10 @@ fn errors_are_typed() {
         .iter()
         .map(|&d| Matrix::random(d as usize, 4, 1))
         .collect();
+    let opts = BaselineOptions::default();
     let mut wrong = Matrix::zeros(11, 4);
-    assert!(f.mttkrp(&factors, 0, &mut wrong, &pool).is_err());
+    assert!(f.mttkrp(&factors, 0, &mut wrong, &opts, &pool).is_err());
     let mut out = Matrix::zeros(10, 4);
-    assert!(f.mttkrp(&factors, 3, &mut out, &pool).is_err());
-    assert!(f.mttkrp(&factors[..2], 0, &mut out, &pool).is_err());
+    assert!(f.mttkrp(&factors, 3, &mut out, &opts, &pool).is_err());
+    assert!(f.mttkrp(&factors[..2], 0, &mut out, &opts, &pool).is_err());
 }

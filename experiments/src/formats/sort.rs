@@ -2,27 +2,25 @@
 //! permutation (mode `m`'s coordinate bits go to the set bits of `masks[m]`, lowest first), so
 //! that the orders the formats need (lexicographic for CSF, superblock-then-Morton for HiCOO)
 //! are one integer comparison, sorted by rayon's parallel sort. Keys use the narrowest of
-//! u32/u64/u128, as ALTO's index does.
+//! u32/u64/u128 ([`KeyWidth`]), as ALTO's index does.
 
-use crate::coo::CooTensor;
-use crate::error::Result;
-use crate::format::layout::{bits_for_dim, IndexWidth};
+use alto::{AltoError, CooTensor, Result};
 use alto_kernels::{AnyDecoder, Bmi2, DecodeKind, HwBits, PextDecoder};
 use rayon::prelude::*;
 
-/// Runs `$body` with `$K` aliased to the key word of `$width`.
+/// Runs `$body` with `$K` aliased to the key word of `$width` (a [`KeyWidth`]).
 macro_rules! with_key {
     ($width:expr, $K:ident => $body:expr) => {
         match $width {
-            $crate::format::layout::IndexWidth::U32 => {
+            $crate::formats::sort::KeyWidth::U32 => {
                 type $K = u32;
                 $body
             }
-            $crate::format::layout::IndexWidth::U64 => {
+            $crate::formats::sort::KeyWidth::U64 => {
                 type $K = u64;
                 $body
             }
-            $crate::format::layout::IndexWidth::U128 => {
+            $crate::formats::sort::KeyWidth::U128 => {
                 type $K = u128;
                 $body
             }
@@ -30,6 +28,35 @@ macro_rules! with_key {
     };
 }
 pub(crate) use with_key;
+
+/// Bits a coordinate below `dim` needs (0 for a dim of 1).
+pub(crate) fn bits_for_dim(dim: u64) -> u32 {
+    if dim <= 1 {
+        0
+    } else {
+        64 - (dim - 1).leading_zeros()
+    }
+}
+
+/// The narrowest key word that holds a key of some number of bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyWidth {
+    U32,
+    U64,
+    U128,
+}
+
+impl KeyWidth {
+    /// The width for `bits` key bits; more than 128 is [`AltoError::TooManyBits`].
+    pub fn for_bits(bits: u32) -> Result<Self> {
+        match bits {
+            0..=32 => Ok(KeyWidth::U32),
+            33..=64 => Ok(KeyWidth::U64),
+            65..=128 => Ok(KeyWidth::U128),
+            _ => Err(AltoError::TooManyBits { bits }),
+        }
+    }
+}
 
 /// Where each mode's coordinate bits go in the key.
 #[derive(Clone, Debug)]
@@ -44,7 +71,7 @@ impl KeySpec {
     pub fn lexicographic(dims: &[u64], perm: &[usize]) -> Result<Self> {
         let bits: Vec<u32> = dims.iter().map(|&d| bits_for_dim(d)).collect();
         let total_bits: u32 = bits.iter().sum();
-        IndexWidth::for_bits(total_bits)?;
+        KeyWidth::for_bits(total_bits)?;
         let mut masks = vec![0u128; dims.len()];
         let mut next = 0u32;
         for &m in perm.iter().rev() {
@@ -63,7 +90,7 @@ impl KeySpec {
     pub fn hicoo(dims: &[u64], sk: u32) -> Result<Self> {
         let bits: Vec<u32> = dims.iter().map(|&d| bits_for_dim(d)).collect();
         let total_bits: u32 = bits.iter().sum();
-        IndexWidth::for_bits(total_bits)?;
+        KeyWidth::for_bits(total_bits)?;
         let order = dims.len();
         let mut masks = vec![0u128; order];
         let mut next = 0u32;
@@ -86,8 +113,8 @@ impl KeySpec {
         Ok(KeySpec { masks, total_bits })
     }
 
-    pub fn width(&self) -> IndexWidth {
-        IndexWidth::for_bits(self.total_bits).expect("checked when built")
+    pub fn width(&self) -> KeyWidth {
+        KeyWidth::for_bits(self.total_bits).expect("checked when built")
     }
 
     pub fn masks_as<K: HwBits>(&self) -> Vec<K> {

@@ -18,11 +18,11 @@
 use super::coo::{PlainSink, Sink};
 use super::rows::{self, with_rank};
 use super::sort::{decoder, sorted_pairs, with_key, KeySpec};
-use super::{check_call, privatized_bytes, BaselineIsa, BaselineOptions};
-use crate::coo::{CooTensor, MAX_ORDER};
-use crate::error::{AltoError, Result};
-use crate::format::alto::available_memory;
-use crate::matrix::Matrix;
+use super::{check_memory, privatized_bytes, BaselineIsa, MttkrpCall, MttkrpFormat};
+use alto::coo::MAX_ORDER;
+use alto::format::alto::available_memory;
+use alto::{AltoError, CooTensor, Matrix, Result};
+use alto_kernels::baselines::{BaselineKernel, Vectorize};
 use alto_kernels::HwBits;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -79,7 +79,7 @@ pub fn choose_hicoo_sync(
     }
 }
 
-/// The imbalance factor [`HicooFormat::mttkrp_with`] passes to [`choose_hicoo_sync`].
+/// The imbalance factor [`HicooFormat::run`](MttkrpFormat::run) passes to [`choose_hicoo_sync`].
 pub const HICOO_IMBALANCE: f64 = 2.0;
 
 /// A HiCOO tensor.
@@ -106,10 +106,13 @@ pub struct HicooFormat {
     nonempty_rows: Vec<usize>,
 }
 
-impl HicooFormat {
-    /// Builds with blocks of `2^block_bits` and superblocks of `2^superblock_bits` per mode
-    /// (`block_bits <= 8 <= ...`: element offsets are bytes; `block_bits <= superblock_bits`).
-    pub fn build(coo: &CooTensor, block_bits: u32, superblock_bits: u32) -> Result<(Self, f64)> {
+impl MttkrpFormat for HicooFormat {
+    /// `(block_bits, superblock_bits)`: blocks of `2^block_bits` and superblocks of
+    /// `2^superblock_bits` per mode (`block_bits <= 8`: element offsets are bytes;
+    /// `block_bits <= superblock_bits`).
+    type Params = (u32, u32);
+
+    fn build(coo: &CooTensor, &(block_bits, superblock_bits): &(u32, u32)) -> Result<(Self, f64)> {
         let t0 = Instant::now();
         if block_bits == 0 || block_bits > 8 || superblock_bits < block_bits || superblock_bits > 31
         {
@@ -135,31 +138,13 @@ impl HicooFormat {
         Ok((f, t0.elapsed().as_secs_f64()))
     }
 
-    pub fn dims(&self) -> &[u64] {
+    fn dims(&self) -> &[u64] {
         &self.dims
-    }
-    pub fn order(&self) -> usize {
-        self.dims.len()
-    }
-    pub fn nnz(&self) -> usize {
-        self.vals.len()
-    }
-    pub fn blocks(&self) -> usize {
-        self.bptr.len() - 1
-    }
-    pub fn superblocks(&self) -> usize {
-        self.kptr.len() - 1
-    }
-    pub fn block_bits(&self) -> u32 {
-        self.block_bits
-    }
-    pub fn superblock_bits(&self) -> u32 {
-        self.superblock_bits
     }
 
     /// Every array: block pointers and coordinates, element offsets, values, superblock
     /// pointers and the per-mode schedules.
-    pub fn storage_bytes(&self) -> u64 {
+    fn storage_bytes(&self) -> u64 {
         let b = |n: usize, w: usize| (n * w) as u64;
         b(self.bptr.len(), 8)
             + self.binds.iter().map(|v| b(v.len(), 4)).sum::<u64>()
@@ -170,49 +155,26 @@ impl HicooFormat {
             + self.sched_ids.iter().map(|v| b(v.len(), 4)).sum::<u64>()
     }
 
-    /// The schedule [`choose_hicoo_sync`] picks for `mode` at `threads` and `rank`.
-    pub fn auto_sync(&self, mode: usize, threads: usize, rank: usize) -> HicooSync {
-        let budget = available_memory().map_or(u64::MAX, |a| a / 4);
-        choose_hicoo_sync(
-            self.nonempty_rows[mode],
-            self.heaviest_row[mode],
-            self.nnz() as u64,
-            threads,
-            HICOO_IMBALANCE,
-            privatized_bytes(threads, self.dims[mode], rank),
-            budget,
-        )
-    }
-
-    /// MTTKRP of `mode` with the default options.
-    pub fn mttkrp(
+    /// Runs the schedule `opts.hicoo_sync` picks and returns its name.
+    fn run(
         &self,
-        factors: &[Matrix],
-        mode: usize,
+        call: &MttkrpCall<'_>,
         out: &mut Matrix,
         pool: &rayon::ThreadPool,
-    ) -> Result<HicooSync> {
-        self.mttkrp_with(factors, mode, out, &BaselineOptions::default(), pool)
-    }
-
-    /// MTTKRP of `mode` into `out` (overwritten); returns the schedule that ran.
-    pub fn mttkrp_with(
-        &self,
-        factors: &[Matrix],
-        mode: usize,
-        out: &mut Matrix,
-        opts: &BaselineOptions,
-        pool: &rayon::ThreadPool,
-    ) -> Result<HicooSync> {
-        let rank = check_call(&self.dims, factors, mode, out)?;
-        let isa = opts.resolve_isa()?;
+    ) -> Result<&'static str> {
+        let MttkrpCall {
+            factors,
+            mode,
+            rank,
+            opts,
+        } = *call;
         let threads = pool.current_num_threads();
         let sync = match opts.hicoo_sync {
             HicooSyncChoice::Auto => self.auto_sync(mode, threads, rank),
             HicooSyncChoice::Force(s) => s,
         };
         if sync == HicooSync::Privatized {
-            super::check_memory(privatized_bytes(threads, self.dims[mode], rank))?;
+            check_memory(privatized_bytes(threads, self.dims[mode], rank))?;
         }
         let fac: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
         let job = Job {
@@ -220,7 +182,7 @@ impl HicooFormat {
             factors: &fac,
             mode,
             rank,
-            isa,
+            isa: opts.isa,
         };
         pool.install(|| match sync {
             HicooSync::Scheduled => {
@@ -266,7 +228,42 @@ impl HicooFormat {
                 rows::reduce_private(out.as_mut_slice(), &bufs);
             }
         });
-        Ok(sync)
+        Ok(sync.name())
+    }
+}
+
+impl HicooFormat {
+    pub fn order(&self) -> usize {
+        self.dims.len()
+    }
+    pub fn nnz(&self) -> usize {
+        self.vals.len()
+    }
+    pub fn blocks(&self) -> usize {
+        self.bptr.len() - 1
+    }
+    pub fn superblocks(&self) -> usize {
+        self.kptr.len() - 1
+    }
+    pub fn block_bits(&self) -> u32 {
+        self.block_bits
+    }
+    pub fn superblock_bits(&self) -> u32 {
+        self.superblock_bits
+    }
+
+    /// The schedule [`choose_hicoo_sync`] picks for `mode` at `threads` and `rank`.
+    pub fn auto_sync(&self, mode: usize, threads: usize, rank: usize) -> HicooSync {
+        let budget = available_memory().map_or(u64::MAX, |a| a / 4);
+        choose_hicoo_sync(
+            self.nonempty_rows[mode],
+            self.heaviest_row[mode],
+            self.nnz() as u64,
+            threads,
+            HICOO_IMBALANCE,
+            privatized_bytes(threads, self.dims[mode], rank),
+            budget,
+        )
     }
 
     /// Groups superblocks by their row in each mode (counting sort).
@@ -384,26 +381,29 @@ struct Job<'a> {
 impl Job<'_> {
     /// Adds superblock `k`'s contributions to `out`, which holds output rows `first_row..`.
     fn superblock(&self, k: usize, first_row: u64, out: &mut [f64]) {
-        with_rank!(self.rank, R, C => match self.isa {
-            #[cfg(target_arch = "x86_64")]
-            BaselineIsa::Avx2 => {
-                // SAFETY: `isa` was resolved against the CPU, which has AVX2 and FMA.
-                unsafe { superblock_avx2::<R, C>(self, k, first_row, out) }
-            }
-            _ => superblock::<R, C>(self, k, first_row, out),
-        })
+        with_rank!(self.rank, R, C => self.isa.dispatch(Superblock::<R, C> {
+            job: self,
+            k,
+            first_row,
+            out,
+        }))
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn superblock_avx2<const R: usize, const C: usize>(
-    job: &Job<'_>,
+/// [`superblock`] as a kernel body for [`BaselineIsa::dispatch`].
+struct Superblock<'a, 'j, const R: usize, const C: usize> {
+    job: &'a Job<'j>,
     k: usize,
     first_row: u64,
-    out: &mut [f64],
-) {
-    superblock::<R, C>(job, k, first_row, out)
+    out: &'a mut [f64],
+}
+
+impl<const R: usize, const C: usize> BaselineKernel for Superblock<'_, '_, R, C> {
+    type Output = ();
+    #[inline(always)]
+    fn run<I: Vectorize>(self, _isa: I) {
+        superblock::<R, C>(self.job, self.k, self.first_row, self.out)
+    }
 }
 
 /// ParTI's "matrix tiling" kernel: per block, the factor rows and the output are offset to the

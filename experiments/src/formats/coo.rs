@@ -4,11 +4,10 @@
 //! OpenMP COO kernels; the paper reports the better).
 
 use super::rows::{self, with_rank};
-use super::{check_call, check_memory, privatized_bytes, BaselineIsa, BaselineOptions};
-use crate::coo::CooTensor;
-use crate::error::Result;
-use crate::matrix::Matrix;
+use super::{check_memory, privatized_bytes, BaselineIsa, MttkrpCall, MttkrpFormat};
+use alto::{CooTensor, Matrix, Result};
 use alto_kernels::as_atomic;
+use alto_kernels::baselines::{BaselineKernel, Vectorize};
 use alto_kernels::sink::atomic_add_f64;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -44,8 +43,19 @@ pub struct CooFormat {
 const CHUNK: usize = 4096;
 
 impl CooFormat {
+    pub fn nnz(&self) -> usize {
+        self.coo.nnz()
+    }
+    pub fn tensor(&self) -> &CooTensor {
+        &self.coo
+    }
+}
+
+impl MttkrpFormat for CooFormat {
+    type Params = ();
+
     /// Copies the coordinates and values (the construction time is that copy).
-    pub fn build(coo: &CooTensor) -> Result<(Self, f64)> {
+    fn build(coo: &CooTensor, _: &()) -> Result<(Self, f64)> {
         let t = Instant::now();
         let copy = CooTensor::new(
             coo.dims().to_vec(),
@@ -57,44 +67,30 @@ impl CooFormat {
         Ok((CooFormat { coo: copy }, t.elapsed().as_secs_f64()))
     }
 
-    pub fn dims(&self) -> &[u64] {
+    fn dims(&self) -> &[u64] {
         self.coo.dims()
     }
-    pub fn nnz(&self) -> usize {
-        self.coo.nnz()
-    }
-    pub fn tensor(&self) -> &CooTensor {
-        &self.coo
+
+    /// `nnz * (N * 8 + 8)`: 64-bit indices and values (the paper's eq. 2).
+    fn storage_bytes(&self) -> u64 {
+        self.coo.nnz() as u64 * (self.coo.order() as u64 * 8 + 8)
     }
 
-    /// `nnz * (N * 8 + 8)`: 64-bit indices and values.
-    pub fn storage_bytes(&self) -> u64 {
-        self.coo.storage_bytes(8)
-    }
-
-    /// MTTKRP with atomics (the default options); returns what ran.
-    pub fn mttkrp(
+    /// Runs `opts.coo_sync` and returns its name (on one thread always `privatized`: the
+    /// thread's only copy is the output itself).
+    fn run(
         &self,
-        factors: &[Matrix],
-        mode: usize,
+        call: &MttkrpCall<'_>,
         out: &mut Matrix,
         pool: &rayon::ThreadPool,
-    ) -> Result<CooSync> {
-        self.mttkrp_with(factors, mode, out, &BaselineOptions::default(), pool)
-    }
-
-    /// MTTKRP of `mode` into `out` (overwritten) with `opts.coo_sync`; returns what ran (on
-    /// one thread always `Privatized`: the thread's only copy is the output itself).
-    pub fn mttkrp_with(
-        &self,
-        factors: &[Matrix],
-        mode: usize,
-        out: &mut Matrix,
-        opts: &BaselineOptions,
-        pool: &rayon::ThreadPool,
-    ) -> Result<CooSync> {
-        let rank = check_call(self.dims(), factors, mode, out)?;
-        let isa = opts.resolve_isa()?;
+    ) -> Result<&'static str> {
+        let MttkrpCall {
+            factors,
+            mode,
+            rank,
+            opts,
+        } = *call;
+        let isa = opts.isa;
         let threads = pool.current_num_threads();
         let sync = if threads == 1 {
             CooSync::Privatized // one thread: its "private copy" is the output itself
@@ -145,7 +141,7 @@ impl CooFormat {
                 rows::reduce_private(out.as_mut_slice(), &bufs);
             }
         });
-        Ok(sync)
+        Ok(sync.name())
     }
 }
 
@@ -197,14 +193,22 @@ struct Job<'a> {
 impl Job<'_> {
     /// Adds each nonzero's contribution row in `range` to `sink`.
     fn run<S: Sink>(&self, isa: BaselineIsa, range: std::ops::Range<usize>, sink: &mut S) {
-        with_rank!(self.rank, R, C => match isa {
-            #[cfg(target_arch = "x86_64")]
-            BaselineIsa::Avx2 => {
-                // SAFETY: `isa` was resolved against the CPU, which therefore has AVX2 and FMA.
-                unsafe { chunk_avx2::<R, C, S>(self, range, sink) }
-            }
-            _ => chunk::<R, C, S>(self, range, sink),
-        })
+        with_rank!(self.rank, R, C => isa.dispatch(Chunk::<R, C, S> { job: self, range, sink }))
+    }
+}
+
+/// [`chunk`] as a kernel body for [`BaselineIsa::dispatch`].
+struct Chunk<'a, 'j, const R: usize, const C: usize, S> {
+    job: &'a Job<'j>,
+    range: std::ops::Range<usize>,
+    sink: &'a mut S,
+}
+
+impl<const R: usize, const C: usize, S: Sink> BaselineKernel for Chunk<'_, '_, R, C, S> {
+    type Output = ();
+    #[inline(always)]
+    fn run<I: Vectorize>(self, _isa: I) {
+        chunk::<R, C, S>(self.job, self.range, self.sink)
     }
 }
 
@@ -244,14 +248,4 @@ fn chunk<const R: usize, const C: usize, S: Sink>(
             c0 += C;
         }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn chunk_avx2<const R: usize, const C: usize, S: Sink>(
-    job: &Job<'_>,
-    range: std::ops::Range<usize>,
-    sink: &mut S,
-) {
-    chunk::<R, C, S>(job, range, sink)
 }

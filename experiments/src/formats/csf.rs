@@ -16,10 +16,9 @@
 
 use super::rows::{self, with_rank};
 use super::sort::{decoder, encode, with_key, KeySpec};
-use super::{check_call, BaselineIsa, BaselineOptions};
-use crate::coo::CooTensor;
-use crate::error::{AltoError, Result};
-use crate::matrix::Matrix;
+use super::{BaselineIsa, MttkrpCall, MttkrpFormat};
+use alto::{AltoError, CooTensor, Matrix, Result};
+use alto_kernels::baselines::{BaselineKernel, Vectorize};
 use alto_kernels::HwBits;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -84,11 +83,22 @@ pub struct CsfFormat {
 }
 
 impl CsfFormat {
-    /// Builds one tree per mode; `tiles = Some(t)` tiles the non-root modes `t` ways (CSF-tile).
-    /// The construction time covers every tree's sort and build.
-    pub fn build(coo: &CooTensor, tiles: Option<usize>) -> Result<(Self, f64)> {
+    pub fn trees(&self) -> &[CsfTree] {
+        &self.trees
+    }
+    pub fn tiled(&self) -> bool {
+        self.trees.iter().any(|t| t.tile_dim > 1)
+    }
+}
+
+impl MttkrpFormat for CsfFormat {
+    /// `Some(t)` tiles the non-root modes `t` ways (CSF-tile).
+    type Params = Option<usize>;
+
+    /// Builds one tree per mode. The construction time covers every tree's sort and build.
+    fn build(coo: &CooTensor, tiles: &Option<usize>) -> Result<(Self, f64)> {
         let t0 = Instant::now();
-        if tiles == Some(0) {
+        if *tiles == Some(0) {
             return Err(AltoError::InvalidArgument(
                 "CSF tiling needs at least one tile per mode".into(),
             ));
@@ -111,44 +121,29 @@ impl CsfFormat {
         ))
     }
 
-    pub fn dims(&self) -> &[u64] {
+    fn dims(&self) -> &[u64] {
         &self.dims
     }
-    pub fn trees(&self) -> &[CsfTree] {
-        &self.trees
-    }
-    pub fn tiled(&self) -> bool {
-        self.trees.iter().any(|t| t.tile_dim > 1)
-    }
+
     /// All trees' pointers, coordinates and values (64-bit words).
-    pub fn storage_bytes(&self) -> u64 {
+    fn storage_bytes(&self) -> u64 {
         self.trees.iter().map(CsfTree::storage_bytes).sum()
     }
 
-    /// MTTKRP of `mode` with the default options.
-    pub fn mttkrp(
+    /// MTTKRP on the tree rooted at the call's mode; returns `csf` or `csf-tile`.
+    fn run(
         &self,
-        factors: &[Matrix],
-        mode: usize,
+        call: &MttkrpCall<'_>,
         out: &mut Matrix,
         pool: &rayon::ThreadPool,
-    ) -> Result<()> {
-        self.mttkrp_with(factors, mode, out, &BaselineOptions::default(), pool)
-    }
-
-    /// MTTKRP of `mode` into `out` (overwritten) on the tree rooted at `mode`.
-    pub fn mttkrp_with(
-        &self,
-        factors: &[Matrix],
-        mode: usize,
-        out: &mut Matrix,
-        opts: &BaselineOptions,
-        pool: &rayon::ThreadPool,
-    ) -> Result<()> {
-        let rank = check_call(&self.dims, factors, mode, out)?;
-        let isa = opts.resolve_isa()?;
-        let tree = &self.trees[mode];
-        let by_level: Vec<&[f64]> = tree.perm.iter().map(|&m| factors[m].as_slice()).collect();
+    ) -> Result<&'static str> {
+        let (rank, isa) = (call.rank, call.opts.isa);
+        let tree = &self.trees[call.mode];
+        let by_level: Vec<&[f64]> = tree
+            .perm
+            .iter()
+            .map(|&m| call.factors[m].as_slice())
+            .collect();
         let threads = pool.current_num_threads();
         pool.install(|| {
             out.as_mut_slice().par_iter_mut().for_each(|x| *x = 0.0);
@@ -156,7 +151,7 @@ impl CsfFormat {
                 run_tile(tree, t, &by_level, rank, threads, isa, out.as_mut_slice());
             }
         });
-        Ok(())
+        Ok(if self.tiled() { "csf-tile" } else { "csf" })
     }
 }
 
@@ -312,34 +307,48 @@ fn run_tile(
         tasks.push((a, b, first_row, rows_));
     }
     tasks.par_iter_mut().for_each(|(a, b, first_row, rows_)| {
-        with_rank!(rank, R, C => match isa {
-            #[cfg(target_arch = "x86_64")]
-            BaselineIsa::Avx2 => {
-                // SAFETY: `isa` was resolved against the CPU, which has AVX2 and FMA.
-                unsafe { slices_avx2::<R, C>(tree, by_level, rank, *a..*b, *first_row, rows_) }
-            }
-            _ => slices::<R, C, false>(tree, by_level, rank, *a..*b, *first_row, rows_),
-        })
+        with_rank!(rank, R, C => isa.dispatch(Slices::<R, C> {
+            tree,
+            by_level,
+            rank,
+            range: *a..*b,
+            first_row: *first_row,
+            out: rows_,
+        }))
     });
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn slices_avx2<const R: usize, const C: usize>(
-    tree: &CsfTree,
-    by_level: &[&[f64]],
+/// [`slices`] as a kernel body for [`BaselineIsa::dispatch`].
+struct Slices<'a, const R: usize, const C: usize> {
+    tree: &'a CsfTree,
+    by_level: &'a [&'a [f64]],
     rank: usize,
     range: std::ops::Range<usize>,
     first_row: u64,
-    out: &mut [f64],
-) {
-    slices::<R, C, true>(tree, by_level, rank, range, first_row, out)
+    out: &'a mut [f64],
 }
 
-/// SPLATT's root kernel over root slices `range`; `out` holds rows `first_row..`. `AVX2`: the
-/// caller runs with AVX2 and FMA enabled, and so must the recursion.
+impl<const R: usize, const C: usize> BaselineKernel for Slices<'_, R, C> {
+    type Output = ();
+    #[inline(always)]
+    fn run<I: Vectorize>(self, isa: I) {
+        let Slices {
+            tree,
+            by_level,
+            rank,
+            range,
+            first_row,
+            out,
+        } = self;
+        slices::<R, C, I>(isa, tree, by_level, rank, range, first_row, out)
+    }
+}
+
+/// SPLATT's root kernel over root slices `range`; `out` holds rows `first_row..`. `isa`: the
+/// instruction set the caller runs with, which the recursion re-enters.
 #[inline(always)]
-fn slices<const R: usize, const C: usize, const AVX2: bool>(
+fn slices<const R: usize, const C: usize, I: Vectorize>(
+    isa: I,
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -353,7 +362,7 @@ fn slices<const R: usize, const C: usize, const AVX2: bool>(
     for s in range {
         let (acc, rest) = scratch.split_at_mut(rank);
         rows::zero::<R>(acc, rank);
-        node_sum::<R, C, AVX2>(tree, by_level, rank, 0, s, acc, rest);
+        node_sum::<R, C, I>(isa, tree, by_level, rank, 0, s, acc, rest);
         let row = (tree.fids[0][s] - first_row) as usize * rank;
         rows::add_assign::<R>(&mut out[row..], acc, rank);
     }
@@ -361,8 +370,10 @@ fn slices<const R: usize, const C: usize, const AVX2: bool>(
 
 /// Adds to `acc` the sum, over the children `c` of node `f` of level `l`, of the child's
 /// value: a leaf's is `val * U(leaf id)`, an inner node's is `U(id) * (sum of its children)`.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn node_sum<const R: usize, const C: usize, const AVX2: bool>(
+fn node_sum<const R: usize, const C: usize, I: Vectorize>(
+    isa: I,
     tree: &CsfTree,
     by_level: &[&[f64]],
     rank: usize,
@@ -397,46 +408,47 @@ fn node_sum<const R: usize, const C: usize, const AVX2: bool>(
         let (tmp, rest) = scratch.split_at_mut(rank);
         for (c, &i) in (lo..hi).zip(&ids[lo..hi]) {
             rows::zero::<R>(tmp, rank);
-            // Recursion cannot be inlined: call an out-of-line step compiled for the same ISA.
-            #[cfg(target_arch = "x86_64")]
-            if AVX2 {
-                // SAFETY: AVX2 is only true below an AVX2 entry point, reached after checking
-                // the CPU.
-                unsafe { node_sum_avx2::<R, C>(tree, by_level, rank, l + 1, c, tmp, rest) };
-            } else {
-                node_sum_portable::<R, C>(tree, by_level, rank, l + 1, c, tmp, rest);
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            node_sum_portable::<R, C>(tree, by_level, rank, l + 1, c, tmp, rest);
+            // Recursion cannot be inlined: re-enter an entry point compiled for the same ISA.
+            isa.vectorize(NodeStep::<R, C> {
+                tree,
+                by_level,
+                rank,
+                l: l + 1,
+                f: c,
+                acc: tmp,
+                scratch: rest,
+            });
             rows::add_product::<R>(acc, tmp, &u[i as usize * rank..], rank);
         }
     }
 }
 
-fn node_sum_portable<const R: usize, const C: usize>(
-    tree: &CsfTree,
-    by_level: &[&[f64]],
+/// One [`node_sum`] step as a kernel body, for the recursion.
+struct NodeStep<'a, const R: usize, const C: usize> {
+    tree: &'a CsfTree,
+    by_level: &'a [&'a [f64]],
     rank: usize,
     l: usize,
     f: usize,
-    acc: &mut [f64],
-    scratch: &mut [f64],
-) {
-    node_sum::<R, C, false>(tree, by_level, rank, l, f, acc, scratch)
+    acc: &'a mut [f64],
+    scratch: &'a mut [f64],
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn node_sum_avx2<const R: usize, const C: usize>(
-    tree: &CsfTree,
-    by_level: &[&[f64]],
-    rank: usize,
-    l: usize,
-    f: usize,
-    acc: &mut [f64],
-    scratch: &mut [f64],
-) {
-    node_sum::<R, C, true>(tree, by_level, rank, l, f, acc, scratch)
+impl<const R: usize, const C: usize> BaselineKernel for NodeStep<'_, R, C> {
+    type Output = ();
+    #[inline(always)]
+    fn run<I: Vectorize>(self, isa: I) {
+        let NodeStep {
+            tree,
+            by_level,
+            rank,
+            l,
+            f,
+            acc,
+            scratch,
+        } = self;
+        node_sum::<R, C, I>(isa, tree, by_level, rank, l, f, acc, scratch)
+    }
 }
 
 #[cfg(test)]
@@ -460,7 +472,7 @@ mod tests {
             vec![1.0, 2.0, 3.0, 4.0],
         )
         .unwrap();
-        let (f, _) = CsfFormat::build(&coo, None).unwrap();
+        let (f, _) = CsfFormat::build(&coo, &None).unwrap();
         let t = &f.trees()[0];
         assert_eq!(t.perm(), &[0, 1, 2]);
         assert_eq!(t.level_sizes(), vec![2, 3, 4]);

@@ -1,0 +1,230 @@
+//! Building formats and timing MTTKRP, with every result checked against the oracle and every
+//! measurement cached on disk as soon as it is taken, so an interrupted run resumes where it
+//! stopped.
+//!
+//! The unit of work (and of caching) is one [`Variant`] of one tensor at one thread count:
+//! build it (timed), record its storage, and, when a figure needs times, run MTTKRP on every
+//! mode: one warm-up call (checked against the oracle), then at least `--reps` timed calls and
+//! at least `--min-seconds` of them; min, median and max are kept.
+//!
+//! - [`cache`]: the cached [`Entry`] of one measurement and its JSON files;
+//! - [`timing`]: building a format and timing its MTTKRP on every mode;
+//! - [`stats`]: medians and the relative error against the oracle;
+//! - [`progress`]: progress bars and log lines.
+
+pub mod cache;
+pub mod progress;
+pub mod stats;
+pub mod timing;
+
+pub use cache::{read_json, write_json, Entry, ModeTime, Status};
+pub use progress::Progress;
+pub use stats::{max_relative_error, median};
+pub use timing::classify;
+
+use crate::config::Ctx;
+use crate::formats::BaselineKind;
+use crate::tensors::{self, TensorInfo, TensorSpec};
+use alto::harness::pool::build_pinned_pool;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+use timing::TensorRun;
+
+/// One thing that is built and timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Variant {
+    CooAtomic,
+    CooPrivatized,
+    HicooSb10,
+    HicooSb14,
+    Csf,
+    CsfTile,
+    /// ALTO with the default options (automatic strategy and kernel).
+    Alto,
+    /// ALTO with the best ISA's kernel specialized for the rank (figure 10).
+    AltoRankFixed,
+    /// ALTO with the best ISA's kernel for any rank (figure 10).
+    AltoRankDynamic,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 9] = [
+        Variant::CooAtomic,
+        Variant::CooPrivatized,
+        Variant::HicooSb10,
+        Variant::HicooSb14,
+        Variant::Csf,
+        Variant::CsfTile,
+        Variant::Alto,
+        Variant::AltoRankFixed,
+        Variant::AltoRankDynamic,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::CooAtomic => "COO-atomic",
+            Variant::CooPrivatized => "COO-privatized",
+            Variant::HicooSb10 => "HiCOO-SB10",
+            Variant::HicooSb14 => "HiCOO-SB14",
+            Variant::Csf => "CSF",
+            Variant::CsfTile => "CSF-tile",
+            Variant::Alto => "ALTO",
+            Variant::AltoRankFixed => "ALTO-rank-specialized",
+            Variant::AltoRankDynamic => "ALTO-rank-generic",
+        }
+    }
+
+    /// What has to be built to run it (variants with the same build share one).
+    pub(crate) fn build(self) -> Build {
+        match self {
+            Variant::CooAtomic | Variant::CooPrivatized => Build::Baseline(BaselineKind::Coo),
+            Variant::HicooSb10 => Build::Baseline(BaselineKind::HicooSb10),
+            Variant::HicooSb14 => Build::Baseline(BaselineKind::HicooSb14),
+            Variant::Csf => Build::Baseline(BaselineKind::Csf),
+            Variant::CsfTile => Build::Baseline(BaselineKind::CsfTile),
+            Variant::Alto | Variant::AltoRankFixed | Variant::AltoRankDynamic => Build::Alto,
+        }
+    }
+}
+
+/// A format to build: one of the baselines, or ALTO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Build {
+    Baseline(BaselineKind),
+    Alto,
+}
+
+/// A measurement a figure needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Need {
+    pub variant: Variant,
+    pub threads: usize,
+    /// MTTKRP times on every mode (otherwise build time and storage only).
+    pub timed: bool,
+}
+
+/// Everything measured on one tensor.
+#[derive(Clone, Debug)]
+pub struct TensorData {
+    pub info: TensorInfo,
+    pub entries: BTreeMap<(Variant, usize), Entry>,
+}
+
+impl TensorData {
+    pub fn get(&self, v: Variant, threads: usize) -> Option<&Entry> {
+        self.entries.get(&(v, threads))
+    }
+}
+
+/// ALTO's default ISA in this process: `ALTO_ISA` when set (read here, at the binary level: the
+/// library takes it as an explicit option), else the best the CPU has.
+pub fn alto_isa() -> alto::Result<alto_kernels::Isa> {
+    use alto::dispatch::{DispatchOptions, ISA_ENV};
+    let forced = std::env::var(ISA_ENV).ok();
+    Ok(DispatchOptions::from_values(forced.as_deref(), None)?.isa())
+}
+
+/// `alto=<isa> baseline=<isa>` of this run: a cached entry measured with other instruction sets
+/// is measured again.
+pub fn isas_now(ctx: &Ctx) -> String {
+    let a = alto_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
+    format!("alto={a} baseline={}", ctx.baseline_isa.name())
+}
+
+/// Runs (or loads) the measurements.
+pub struct Engine<'a> {
+    pub ctx: &'a Ctx,
+    pub progress: &'a Progress,
+}
+
+impl Engine<'_> {
+    /// Measures what is missing of `needs` on `spec` and returns all of it.
+    pub fn ensure(&self, spec: &TensorSpec, needs: &[Need]) -> Result<TensorData> {
+        let mut needs = needs.to_vec();
+        needs.sort();
+        needs.dedup_by(|a, b| {
+            // Keep one need per (variant, threads), timed if either is.
+            if a.variant == b.variant && a.threads == b.threads {
+                b.timed |= a.timed;
+                true
+            } else {
+                false
+            }
+        });
+        let info_path = self.tensor_dir(spec).join("info.json");
+        let (mut entries, todo) = self.cached(spec, &needs);
+        let cached_info: Option<TensorInfo> = read_json(&info_path);
+        if todo.is_empty() {
+            if let Some(info) = cached_info {
+                return Ok(TensorData { info, entries });
+            }
+        }
+        let t_load = Instant::now();
+        let (coo, raw_nnz) = tensors::load(spec)?;
+        let info = TensorInfo::of(spec, &coo, raw_nnz)?;
+        write_json(&info_path, &info)?;
+        self.progress.log(&format!(
+            "{}: {} nonzeros, dims {:?}, {} bits ({:.1} s to load)",
+            spec.label,
+            info.nnz,
+            info.dims,
+            info.index_bits,
+            t_load.elapsed().as_secs_f64()
+        ));
+        if todo.is_empty() {
+            return Ok(TensorData { info, entries });
+        }
+        let mut run = TensorRun::new(self, spec, &coo);
+        // Group by thread count, then by build, so each build serves all its variants.
+        let mut threads: Vec<usize> = todo.iter().map(|n| n.threads).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let total_steps: u64 = todo
+            .iter()
+            .map(|n| if n.timed { 1 + coo.order() as u64 } else { 1 })
+            .sum();
+        let bar = self.progress.bar(
+            total_steps,
+            "  {prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
+        );
+        bar.set_prefix(spec.name.clone());
+        for &t in &threads {
+            let (pool, placement) = build_pinned_pool(t, self.ctx.pin)?;
+            if let Some(w) = placement.warning() {
+                self.progress.log(&format!("warning: {w}"));
+            }
+            let mut builds: Vec<Build> = todo
+                .iter()
+                .filter(|n| n.threads == t)
+                .map(|n| n.variant.build())
+                .collect();
+            builds.sort();
+            builds.dedup();
+            for b in builds {
+                let group: Vec<Need> = todo
+                    .iter()
+                    .filter(|n| n.threads == t && n.variant.build() == b)
+                    .copied()
+                    .collect();
+                let done = run.measure_build(b, &group, &pool, &bar)?;
+                for e in done {
+                    write_json(&self.entry_path(spec, e.variant, e.threads), &e)?;
+                    if e.status == Status::Failed {
+                        self.progress.log(&format!(
+                            "WARNING {}: {} at {} threads failed: {}",
+                            spec.name,
+                            e.variant.name(),
+                            e.threads,
+                            e.reason.as_deref().unwrap_or("")
+                        ));
+                    }
+                    entries.insert((e.variant, e.threads), e);
+                }
+            }
+        }
+        bar.finish_and_clear();
+        Ok(TensorData { info, entries })
+    }
+}
