@@ -13,6 +13,7 @@
 //! - [`dispatch`]: kernel and decoder selection (kernels live in `alto-kernels`);
 //! - [`cpd`]: CP-ALS decomposition on top of the MTTKRP driver;
 //! - [`matrix`]: dense factors and their `.npy` files;
+//! - [`memory`]: peak-memory plans checked before allocating;
 //! - [`harness`] (feature `harness`): topology, pinned pools, perf-event counters, the
 //!   traffic model and measurement records, for the experiments and the command;
 //! - [`baselines`]: the formats of the paper's comparison (COO, CSF, HiCOO) with the same
@@ -29,6 +30,7 @@ pub mod gen;
 pub mod harness;
 pub mod io;
 pub mod matrix;
+pub mod memory;
 pub mod mttkrp;
 
 pub use coo::CooTensor;
