@@ -178,7 +178,7 @@ pub fn check_cv(name: &str, cv: f64) -> Result<()> {
         Ok(())
     } else {
         Err(AltoError::InvalidArgument(format!(
-            "{name} must be a finite number from 0 to {MAX_CV}, got {cv}"
+            "{name} must be a finite number from 0 to {MAX_CV}, got {cv:?}"
         )))
     }
 }
