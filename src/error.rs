@@ -72,6 +72,20 @@ pub enum AltoError {
         needed_gib: f64,
         available_gib: f64,
     },
+    /// A command's memory plan exceeds what the process may use (see [`crate::memory`]).
+    #[error(
+        "not enough memory: this needs {} ({plan}), but {} is available ({limit}); \
+         {hint}, or set the limit with --max-memory",
+        crate::memory::human_bytes(*needed),
+        crate::memory::human_bytes(*available)
+    )]
+    MemoryLimit {
+        needed: u64,
+        available: u64,
+        plan: String,
+        limit: &'static str,
+        hint: String,
+    },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// A CP-ALS option that cannot work for this tensor; `option` is the field of

@@ -168,6 +168,38 @@ pub fn standin_dims(p: &Preset, nnz: u64, keep_dims: bool) -> Vec<u64> {
         .collect()
 }
 
+/// The largest coefficient of variation the skewed generator takes: beyond it the log-normal's
+/// sigma makes every weight but one underflow, so the "skew" is a single slice.
+pub const MAX_CV: f64 = 1e3;
+
+/// A coefficient of variation must be a finite number in `0..=MAX_CV`.
+pub fn check_cv(name: &str, cv: f64) -> Result<()> {
+    if cv.is_finite() && (0.0..=MAX_CV).contains(&cv) {
+        Ok(())
+    } else {
+        Err(AltoError::InvalidArgument(format!(
+            "{name} must be a finite number from 0 to {MAX_CV}, got {cv:?}"
+        )))
+    }
+}
+
+/// What generating `nnz` nonzeros over `dims` allocates: the coordinate and value arrays
+/// (with the generator's sorting copy), and for the skewed generator its per-row weights.
+pub fn memory_plan(dims: &[u64], nnz: u64, per_row_weights: bool) -> crate::memory::MemoryPlan {
+    use crate::memory::bytes_for;
+    let mut plan = crate::memory::MemoryPlan::new();
+    let per_nonzero = (dims.len() as u64 + 1) * 8 * 3;
+    plan.add(
+        format!("{nnz} generated nonzeros"),
+        bytes_for(nnz, per_nonzero),
+    );
+    if per_row_weights {
+        let rows = dims.iter().fold(0u64, |a, &d| a.saturating_add(d));
+        plan.add(format!("row weights ({rows} rows)"), bytes_for(rows, 24));
+    }
+    plan
+}
+
 /// Log-normal weights with the given coefficient of variation (all ones when cv = 0).
 fn lognormal_weights(n: usize, cv: f64, rng: &mut Rng64) -> Vec<f64> {
     if cv <= 0.0 {
@@ -231,6 +263,9 @@ pub fn hierarchical(
     seed: u64,
 ) -> Result<CooTensor> {
     Layout::new(dims)?; // dims valid and within 128 bits
+    for (name, cv) in [("cv_fps", cv_fps), ("cv_npf", cv_npf)] {
+        check_cv(name, cv)?;
+    }
     let order = dims.len();
     if order < 2 {
         return Err(AltoError::UnsupportedOrder {

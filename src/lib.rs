@@ -6,13 +6,14 @@
 //! mode from that single copy with adaptive conflict resolution.
 //!
 //! Modules, in the order data flows:
-//! - [`io`] ([`io::tns`], [`io::binfile`]), [`gen`]: tensors in and out (FROSTT files, the
-//!   binary `.alto` file, synthetic generators) as [`coo::CooTensor`];
+//! - [`io`] ([`io::tns`], [`io::binfile`], [`io::npy`]), [`gen`]: tensors and matrices in and
+//!   out (FROSTT files, the binary `.alto` file, NumPy files, synthetic generators);
 //! - [`format`]: the ALTO layout, sort, partitions and helper flags;
 //! - [`mttkrp`]: the naive oracle, the strategy heuristic, the parallel driver;
 //! - [`dispatch`]: kernel and decoder selection (kernels live in `alto-kernels`);
 //! - [`cpd`]: CP-ALS decomposition on top of the MTTKRP driver;
-//! - [`matrix`]: dense factors and their `.npy` files;
+//! - [`matrix`]: dense factors (read and written as `.npy` through [`io::npy`]);
+//! - [`memory`]: peak-memory plans checked before allocating;
 //! - [`harness`] (feature `harness`): topology, pinned pools, perf-event counters, the
 //!   traffic model and measurement records, for the experiments and the command.
 //!
@@ -28,6 +29,7 @@ pub mod gen;
 pub mod harness;
 pub mod io;
 pub mod matrix;
+pub mod memory;
 pub mod mttkrp;
 
 pub use coo::CooTensor;

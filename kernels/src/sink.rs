@@ -275,9 +275,14 @@ pub struct FlaggedRows<'a> {
 }
 
 impl<'a> FlaggedRows<'a> {
-    /// Each segment must get its own `FlaggedRows`, and the flags must be exact: a nonzero
-    /// without its boundary flag has an output row that no other segment updates.
-    pub fn new(data: &'a [AtomicU64], rank: usize) -> Self {
+    /// A segment's view of the shared output.
+    ///
+    /// # Safety
+    /// Each segment running at the same time must get its own `FlaggedRows`, and the flags of
+    /// the nonzeros it is run on must be exact: a nonzero without its boundary flag has an output
+    /// row that no other concurrently running segment updates. Unflagged rows are written with
+    /// plain (non-atomic) stores, so a wrong flag would be a data race.
+    pub unsafe fn new(data: &'a [AtomicU64], rank: usize) -> Self {
         FlaggedRows { data, rank }
     }
 }

@@ -126,6 +126,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
     let loaded = load(&a.file, &a.load, threads, &pool)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let t = &loaded.alto;
+    alto::memory::cp_als_plan(t, a.rank).check(a.load.memory.limit(), "lower --rank")?;
     let opts = CpdOptions {
         rank: a.rank,
         max_iters: a.iters,

@@ -1,6 +1,6 @@
 //! `alto gen`: synthetic tensors, deterministic for a seed.
 
-use super::{file_kind, FileKind, Outcome, PoolArgs};
+use super::{file_kind, FileKind, MemoryArgs, Outcome, PoolArgs};
 use alto::format::{AnyAlto, BuildOptions};
 use alto::gen::{find_preset, PRESETS};
 use anyhow::{bail, Context, Result};
@@ -40,13 +40,45 @@ pub struct GenArgs {
     /// Output `.tns` or `.alto`.
     #[arg(short, long)]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     // --threads (also the segment count of an `.alto` output) and --pin.
     #[command(flatten)]
     pub pool: PoolArgs,
 }
 
+/// The dims a generator will use, and whether it keeps per-row weights (the skewed ones).
+fn planned_dims(a: &GenArgs) -> Option<(Vec<u64>, bool)> {
+    match a.kind.as_str() {
+        "uniform" | "lowrank" => a.dims.clone().map(|d| (d, false)),
+        "skewed" => a.dims.clone().map(|d| (d, true)),
+        name => find_preset(name).map(|p| (alto::gen::standin_dims(p, a.nnz, a.keep_dims), true)),
+    }
+}
+
 pub fn run(a: GenArgs) -> Result<Outcome> {
     let out_kind = file_kind(&a.output)?;
+    alto::gen::check_cv("--cv-slices", a.cv_slices)?;
+    alto::gen::check_cv("--cv-fibers", a.cv_fibers)?;
+    if let Some((dims, weights)) = planned_dims(&a) {
+        let mut plan = alto::gen::memory_plan(&dims, a.nnz, weights);
+        if let (Some(rank), "lowrank") = (a.rank, a.kind.as_str()) {
+            let rows = dims.iter().fold(0u64, |s, &d| s.saturating_add(d));
+            let entries = rows.saturating_mul(rank as u64);
+            plan.add("planted factors", alto::memory::bytes_for(entries, 8));
+        }
+        if matches!(out_kind, FileKind::Alto) {
+            let width = alto::format::Layout::new(&dims)?.width();
+            let threads = a.pool.threads()?;
+            plan.extend(alto::format::alto::build_memory_plan(
+                a.nnz as usize,
+                &dims,
+                width,
+                threads,
+            ));
+        }
+        plan.check(a.memory.limit(), "lower --nnz or --dims")?;
+    }
     let coo = match a.kind.as_str() {
         "uniform" => {
             let dims = a.dims.as_deref().context("uniform needs --dims")?;
@@ -90,6 +122,7 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
             let (pool, _) = a.pool.build()?;
             let opts = BuildOptions {
                 partitions: threads,
+                max_memory: a.memory.max_memory,
                 ..Default::default()
             };
             let (t, _) = pool.install(|| AnyAlto::build(&coo, &opts))?;

@@ -9,6 +9,7 @@ mod topo;
 
 use alto::format::{AnyAlto, BuildOptions, BuildTimes, SortAlgorithm};
 use alto::harness::pool::{PinPolicy, PinReport};
+use alto::memory::{MemoryLimit, MemoryPlan};
 use alto::CooTensor;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -78,6 +79,25 @@ pub struct LoadArgs {
     /// Fiber-reuse threshold of the conflict-resolution heuristic.
     #[arg(long, default_value_t = alto::format::DEFAULT_MIN_FIBER_REUSE)]
     pub min_fiber_reuse: u64,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
+}
+
+/// `--max-memory`, shared by every command that allocates in proportion to its input.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MemoryArgs {
+    /// Memory this command may use, e.g. 512M or 8G (default: the cgroup limit less current
+    /// use, else MemAvailable). Each command adds up what it will allocate and refuses, naming
+    /// the sizes, before allocating more than this.
+    #[arg(long, value_name = "SIZE", value_parser = alto::memory::parse_byte_size)]
+    pub max_memory: Option<u64>,
+}
+
+impl MemoryArgs {
+    /// The limit plans are checked against.
+    pub fn limit(&self) -> Option<MemoryLimit> {
+        MemoryLimit::resolve(self.max_memory)
+    }
 }
 
 /// A loaded tensor and what loading cost.
@@ -122,6 +142,7 @@ pub fn load(
             let parse_s = t.elapsed().as_secs_f64();
             let opts = BuildOptions {
                 partitions,
+                max_memory: args.memory.max_memory,
                 min_fiber_reuse: args.min_fiber_reuse,
                 sort: match args.sort {
                     SortArg::Radix => SortAlgorithm::Radix,
@@ -145,6 +166,13 @@ pub fn load(
                     path.display()
                 );
             }
+            // The file's bytes and the arrays parsed from them.
+            let mut plan = MemoryPlan::new();
+            plan.add(
+                format!("reading {}", path.display()),
+                file_bytes.saturating_mul(2),
+            );
+            plan.check(args.memory.limit(), "use a smaller file")?;
             let mut alto = alto::io::binfile::read_alto(path)?;
             if alto.num_partitions() != partitions {
                 pool.install(|| alto.repartition(partitions))?;
@@ -160,14 +188,20 @@ pub fn load(
     }
 }
 
-/// The thread count: `--threads`, else every available CPU.
+/// The thread count: `--threads`, else every available CPU. More than
+/// [`alto::harness::pool::MAX_THREADS_PER_CPU`] workers per available CPU is refused: it only
+/// adds contention (100000 threads once drove the load average to 400 without finishing).
 pub fn thread_count(threads: Option<usize>) -> Result<usize> {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     match threads {
-        Some(0) => bail!("--threads must be at least 1"),
-        Some(t) => Ok(t),
-        None => Ok(std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)),
+        Some(t) => Ok(alto::harness::pool::check_thread_count(
+            t,
+            cpus,
+            alto::harness::pool::MAX_THREADS_PER_CPU,
+        )?),
+        None => Ok(cpus),
     }
 }
 

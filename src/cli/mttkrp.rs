@@ -167,6 +167,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
     let (pool, pin) = a.pool.build()?;
     let loaded = load(&a.file, &a.load, threads, &pool)?;
     let t = &loaded.alto;
+    alto::memory::mttkrp_plan(t, a.rank).check(a.load.memory.limit(), "lower --rank")?;
     let modes: Vec<usize> = if let ModeArg::One(m) = a.mode {
         if m >= t.order() {
             bail!(

@@ -5,6 +5,7 @@ use super::layout::{IndexWidth, Layout};
 use super::sort::{comparison_sort_pairs, radix_sort_from, PairSource};
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
+use crate::memory::{MemoryLimit, MemoryPlan};
 use alto_kernels::{AnyDecoder, DecodeKind, HwBits, PextDecoder};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -39,8 +40,10 @@ pub struct BuildOptions {
     pub sort: SortAlgorithm,
     /// Encode with BMI2 `pdep` when available (the software path gives identical results).
     pub use_bmi2: bool,
-    /// Refuse to build when the estimate exceeds available memory.
+    /// Refuse to build when the estimate exceeds the memory limit.
     pub check_memory: bool,
+    /// The memory limit in bytes (`None`: the detected one, see [`crate::memory`]).
+    pub max_memory: Option<u64>,
 }
 
 impl Default for BuildOptions {
@@ -51,6 +54,7 @@ impl Default for BuildOptions {
             sort: SortAlgorithm::Radix,
             use_bmi2: true,
             check_memory: true,
+            max_memory: None,
         }
     }
 }
@@ -66,6 +70,19 @@ pub struct BuildTimes {
     pub partition: f64,
     pub flags: f64,
     pub total: f64,
+}
+
+/// The parts of a stored tensor, before [`AltoTensor::from_stored`] checks them.
+pub(crate) struct StoredParts<I> {
+    pub layout: Layout,
+    pub masks: Vec<I>,
+    pub idx: Vec<I>,
+    pub vals: Vec<f64>,
+    pub bounds: Vec<usize>,
+    pub intervals: Vec<(u64, u64)>,
+    pub flag_bits: Vec<Option<u32>>,
+    pub duplicates_merged: u64,
+    pub min_fiber_reuse: u64,
 }
 
 /// An ALTO tensor with index word `I` (`u32`, `u64` or `u128`).
@@ -104,7 +121,8 @@ impl<I: HwBits> AltoTensor<I> {
             ));
         }
         if opts.check_memory {
-            check_memory(estimate_build_bytes(coo.nnz(), layout.width()))?;
+            build_memory_plan(coo.nnz(), layout.dims(), layout.width(), opts.partitions)
+                .check(MemoryLimit::resolve(opts.max_memory), "use fewer nonzeros")?;
         }
         let masks: Vec<I> = layout.masks().iter().map(|&m| I::from_u128(m)).collect();
         let mut times = BuildTimes::default();
@@ -211,11 +229,21 @@ impl<I: HwBits> AltoTensor<I> {
         }
     }
 
-    /// For each row of `mode`: is it touched by more than one segment? Each segment marks the
-    /// rows it touches in a bitmap over its own interval (in parallel); a row is shared when
-    /// two or more bitmaps mark it.
-    fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> Vec<bool> {
-        let dim = self.layout.dims()[mode] as usize;
+    /// The rows of `mode` touched by more than one segment. Scratch stays O(nnz) whatever the
+    /// dim: a row-indexed table where the dim is within [`DENSE_ROWS_PER_NONZERO`] of the
+    /// nonzero count, else the sorted list of shared rows.
+    fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> SharedRows {
+        let dim = self.layout.dims()[mode];
+        if dense_row_table(dim, self.nnz() as u64, DENSE_ROWS_PER_NONZERO) {
+            SharedRows::Dense(self.shared_rows_dense(decoder, mode, dim as usize))
+        } else {
+            SharedRows::Sparse(self.shared_rows_sparse(decoder, mode))
+        }
+    }
+
+    /// Each segment marks the rows it touches in a bitmap over its own interval (in parallel);
+    /// a row is shared when two or more bitmaps mark it.
+    fn shared_rows_dense(&self, decoder: &AnyDecoder<I>, mode: usize, dim: usize) -> Vec<bool> {
         let touched: Vec<Option<(u64, Vec<u64>)>> = (0..self.num_partitions())
             .into_par_iter()
             .map(|p| {
@@ -238,6 +266,168 @@ impl<I: HwBits> AltoTensor<I> {
             }
         }
         count.into_iter().map(|c| c > 1).collect()
+    }
+
+    /// Each segment's distinct rows (sorted, in parallel), then the rows that occur in two or
+    /// more of those lists.
+    fn shared_rows_sparse(&self, decoder: &AnyDecoder<I>, mode: usize) -> Vec<u64> {
+        let mut all: Vec<u64> = (0..self.num_partitions())
+            .into_par_iter()
+            .flat_map_iter(|p| {
+                let mut rows: Vec<u64> = self.idx[self.partition_range(p)]
+                    .iter()
+                    .map(|&x| decoder.coord(x, mode))
+                    .collect();
+                rows.sort_unstable();
+                rows.dedup();
+                rows
+            })
+            .collect();
+        all.par_sort_unstable();
+        let mut shared: Vec<u64> = all
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        shared.dedup();
+        shared
+    }
+
+    /// Checks what a stored tensor claims beside its nonzeros against the nonzeros themselves:
+    /// every interval is exactly its segment's coordinate range, flag bits are distinct spare
+    /// bits, and each nonzero's flag is set exactly when its row is shared between segments.
+    /// The flagged MTTKRP writes unflagged rows without atomics, so a wrong flag would be a
+    /// data race: after this check a loaded tensor is as trustworthy as a built one.
+    ///
+    /// Call only after checking that every coordinate is inside its dim.
+    pub(crate) fn check_derived_state(&self) -> std::result::Result<(), String> {
+        let order = self.order();
+        let parts = self.num_partitions();
+        if self.intervals.len() != parts * order {
+            return Err("interval table has the wrong size".into());
+        }
+        let decoder = self.fast_decoder();
+        for p in 0..parts {
+            let mut iv = vec![(1u64, 0u64); order];
+            let segment = &self.idx[self.partition_range(p)];
+            with_decoder_isa(&decoder, || widen_intervals(&mut iv, segment, &decoder));
+            if iv[..] != self.intervals[p * order..(p + 1) * order] {
+                return Err(format!(
+                    "segment {p} intervals are not its nonzeros' coordinate ranges"
+                ));
+            }
+        }
+        let b = self.layout.total_bits();
+        let mut used = 0u128;
+        for (mode, bit) in self.flag_bits.iter().enumerate() {
+            let Some(bit) = *bit else { continue };
+            if bit < b || bit >= I::BITS || used & (1u128 << bit) != 0 {
+                return Err(format!(
+                    "mode {mode} flag bit {bit} is not a free spare bit (coordinates use bits \
+                     0..{b}, the index has {})",
+                    I::BITS
+                ));
+            }
+            used |= 1u128 << bit;
+        }
+        for (mode, bit) in self.flag_bits.iter().enumerate() {
+            let Some(bit) = *bit else { continue };
+            let shared = self.shared_rows(&decoder, mode);
+            let flag = I::from_u128(1u128 << bit);
+            let wrong = self.idx.par_chunks(1 << 14).any(|chunk| {
+                chunk
+                    .iter()
+                    .any(|&x| x.intersects(flag) != shared.contains(decoder.coord(x, mode)))
+            });
+            if wrong {
+                return Err(format!(
+                    "mode {mode} boundary flags do not match the rows shared between segments"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A tensor from stored parts (a `.alto` file), checked as thoroughly as [`Self::build`]
+    /// establishes them: masks of the layout, segment bounds from 0 to nnz, coordinates inside
+    /// the dims, strictly increasing indices, no stray bits, exact intervals and exact boundary
+    /// flags ([`Self::check_derived_state`]). The error says what is wrong.
+    pub(crate) fn from_stored(parts: StoredParts<I>) -> std::result::Result<Self, String> {
+        let order = parts.layout.order();
+        if parts.masks.len() != order
+            || parts.flag_bits.len() != order
+            || parts
+                .masks
+                .iter()
+                .zip(parts.layout.masks())
+                .any(|(m, &l)| m.to_u128() != l)
+        {
+            return Err("masks do not match the dims".into());
+        }
+        if parts.idx.len() != parts.vals.len() {
+            return Err("index and value counts differ".into());
+        }
+        let b = &parts.bounds;
+        if b.len() < 2
+            || b[0] != 0
+            || b[b.len() - 1] != parts.idx.len()
+            || b.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err("segment bounds are inconsistent".into());
+        }
+        if parts.vals.iter().any(|v| !v.is_finite()) {
+            return Err("non-finite value".into());
+        }
+        let candidate = AltoTensor {
+            layout: parts.layout,
+            masks: parts.masks,
+            idx: parts.idx,
+            vals: parts.vals,
+            bounds: parts.bounds,
+            intervals: parts.intervals,
+            flag_bits: parts.flag_bits,
+            duplicates_merged: parts.duplicates_merged,
+            min_fiber_reuse: parts.min_fiber_reuse,
+        };
+        candidate.check_coordinates()?;
+        candidate.check_derived_state()?;
+        Ok(candidate)
+    }
+
+    /// Coordinates inside the dims, indices strictly increasing along the line, and no bit set
+    /// outside the layout and the flag bits.
+    fn check_coordinates(&self) -> std::result::Result<(), String> {
+        let dec = self.fast_decoder();
+        let b = self.layout.total_bits();
+        let value_mask = if b == 128 {
+            u128::MAX
+        } else {
+            (1u128 << b) - 1
+        };
+        let flag_mask = self
+            .flag_bits
+            .iter()
+            .flatten()
+            .filter(|&&bit| bit < 128)
+            .fold(0u128, |a, &bit| a | 1u128 << bit);
+        let mut prev: Option<u128> = None;
+        for &x in &self.idx {
+            let key = x.to_u128() & value_mask;
+            if prev.is_some_and(|q| q >= key) {
+                return Err("indices are not strictly increasing".into());
+            }
+            prev = Some(key);
+            if x.to_u128() & !value_mask & !flag_mask != 0 {
+                return Err("index has bits set outside the layout and flags".into());
+            }
+            for (m, &dim) in self.dims().iter().enumerate() {
+                let coord = dec.coord(x, m);
+                if coord >= dim {
+                    return Err(format!("mode {m} coordinate {coord} outside dim {dim}"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The decoder the CPU rule prefers (BMI2 `pext` where it is native and fast).
@@ -342,17 +532,45 @@ fn widen_intervals<I: HwBits>(iv: &mut [(u64, u64)], segment: &[I], decoder: &An
     }
 }
 
+/// A row-indexed table pays where the dim is at most this many times the nonzero count (its
+/// bytes are then a small multiple of the index array's); sparser modes list shared rows.
+pub const DENSE_ROWS_PER_NONZERO: u64 = 8;
+
+/// Whether the shared-row scratch of a mode of `dim` rows is a row-indexed table (true) or a
+/// sorted list (false): a table while `dim <= rows_per_nonzero * nnz + 4096`.
+pub fn dense_row_table(dim: u64, nnz: u64, rows_per_nonzero: u64) -> bool {
+    dim <= rows_per_nonzero.saturating_mul(nnz).saturating_add(4096)
+}
+
+/// Rows of one mode touched by more than one segment.
+enum SharedRows {
+    /// Indexed by row.
+    Dense(Vec<bool>),
+    /// The shared rows, sorted.
+    Sparse(Vec<u64>),
+}
+
+impl SharedRows {
+    #[inline(always)]
+    fn contains(&self, row: u64) -> bool {
+        match self {
+            SharedRows::Dense(t) => t[row as usize],
+            SharedRows::Sparse(rows) => rows.binary_search(&row).is_ok(),
+        }
+    }
+}
+
 /// Sets `flag` on the nonzeros of `chunk` whose `mode` row is `shared`.
 #[inline(always)]
 fn set_flag<I: HwBits>(
     chunk: &mut [I],
     decoder: &AnyDecoder<I>,
     mode: usize,
-    shared: &[bool],
+    shared: &SharedRows,
     flag: I,
 ) {
     for x in chunk {
-        if shared[decoder.coord(*x, mode) as usize] {
+        if shared.contains(decoder.coord(*x, mode)) {
             *x = x.or(flag);
         }
     }
@@ -534,22 +752,45 @@ pub fn estimate_build_bytes(nnz: usize, width: IndexWidth) -> u64 {
         IndexWidth::U32 | IndexWidth::U64 => 16u64,
         IndexWidth::U128 => 32,
     };
-    nnz as u64 * (pair + width.bytes() as u64 + 8)
+    (nnz as u64).saturating_mul(pair + width.bytes() as u64 + 8)
 }
 
-/// Available memory from `/proc/meminfo` (`MemAvailable`), if readable.
-pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-fn check_memory(needed: u64) -> Result<()> {
-    match available_memory() {
-        Some(available) => check_memory_against(needed, available),
-        None => Ok(()), // no /proc/meminfo: nothing to check against
+/// Peak bytes of the shared-row scratch of one flagged mode (see `shared_rows`): the table
+/// and the segments' bitmaps, or the segments' row lists.
+pub fn estimate_flag_scratch_bytes(dim: u64, nnz: u64, partitions: u64) -> u64 {
+    if dense_row_table(dim, nnz, DENSE_ROWS_PER_NONZERO) {
+        // u8 counts + (interval / 64 + 1) words per segment, each interval at most `dim`.
+        dim.saturating_add(partitions.saturating_mul(dim / 8 + 8))
+    } else {
+        nnz.saturating_mul(16) // the rows before and after the parallel sort
     }
+}
+
+/// Everything building allocates beyond the input: pairs and final arrays, the largest mode's
+/// flag scratch.
+pub fn build_memory_plan(
+    nnz: usize,
+    dims: &[u64],
+    width: IndexWidth,
+    partitions: usize,
+) -> MemoryPlan {
+    let flags = dims
+        .iter()
+        .map(|&d| estimate_flag_scratch_bytes(d, nnz as u64, partitions as u64))
+        .max()
+        .unwrap_or(0);
+    let mut plan = MemoryPlan::new();
+    plan.add(
+        format!("building {nnz} nonzeros"),
+        estimate_build_bytes(nnz, width),
+    )
+    .add("boundary-flag scratch", flags);
+    plan
+}
+
+/// Memory this process may use: the cgroup allowance or `MemAvailable`, the smaller.
+pub fn available_memory() -> Option<u64> {
+    MemoryLimit::detect().map(|l| l.bytes)
 }
 
 /// The memory rule: an error saying how much is needed and how much there is.

@@ -31,13 +31,31 @@ pub fn build_pool(threads: usize) -> Result<rayon::ThreadPool> {
         .map_err(|e| AltoError::InvalidArgument(format!("cannot start {threads} threads: {e}")))
 }
 
-fn check_threads(threads: usize) -> Result<()> {
+/// Workers allowed per available CPU: oversubscription beyond this only adds contention.
+pub const MAX_THREADS_PER_CPU: usize = 4;
+
+/// `threads` when it is at least 1 and at most `per_cpu` times `cpus`, else the error that says
+/// so.
+pub fn check_thread_count(threads: usize, cpus: usize, per_cpu: usize) -> Result<usize> {
+    let max = cpus.max(1).saturating_mul(per_cpu);
     if threads == 0 {
         return Err(AltoError::InvalidArgument(
             "--threads must be at least 1".into(),
         ));
     }
-    Ok(())
+    if threads > max {
+        return Err(AltoError::InvalidArgument(format!(
+            "--threads {threads} exceeds {max} ({per_cpu} per available CPU, {cpus} CPUs)"
+        )));
+    }
+    Ok(threads)
+}
+
+fn check_threads(threads: usize) -> Result<()> {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    check_thread_count(threads, cpus, MAX_THREADS_PER_CPU).map(|_| ())
 }
 
 fn builder(threads: usize) -> rayon::ThreadPoolBuilder {

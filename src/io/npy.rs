@@ -31,11 +31,13 @@ pub fn read_f64_2d(path: &Path) -> Result<(usize, usize, Vec<f64>)> {
         path: path.to_path_buf(),
         reason,
     };
+    // npyz multiplies the header's shape without overflow checks: check it first.
+    check_shape(&bytes).map_err(bad)?;
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("not a .npy file: {e}")))?;
     let shape = npy.shape().to_vec();
     let (rows, cols) = match shape[..] {
-        [r, c] => (r as usize, c as usize),
-        [r] => (r as usize, 1),
+        [r, c] => (r, c),
+        [r] => (r, 1),
         _ => return Err(bad(format!("expected a 2-D array, found shape {shape:?}"))),
     };
     if npy.order() != npyz::Order::C && rows > 1 && cols > 1 {
@@ -51,6 +53,18 @@ pub fn read_f64_2d(path: &Path) -> Result<(usize, usize, Vec<f64>)> {
             dtype.descr()
         )));
     }
+    // The shape must fit the bytes present before anything is sized by it.
+    let fits = rows
+        .checked_mul(cols)
+        .and_then(|n| n.checked_mul(8))
+        .is_some_and(|b| b <= bytes.len() as u64);
+    if !fits {
+        return Err(bad(format!(
+            "shape {shape:?} needs more data than the file's {} bytes",
+            bytes.len()
+        )));
+    }
+    let (rows, cols) = (rows as usize, cols as usize);
     let data: Vec<f64> = npy
         .into_vec()
         .map_err(|e| bad(format!("cannot read data: {e}")))?;
@@ -58,4 +72,57 @@ pub fn read_f64_2d(path: &Path) -> Result<(usize, usize, Vec<f64>)> {
         return Err(bad(format!("{} values for shape {shape:?}", data.len())));
     }
     Ok((rows, cols, data))
+}
+
+/// Reads the `shape` tuple of a `.npy` header (any version) and checks that its element count
+/// fits the file's bytes (at least one byte per element, whatever the dtype), with checked
+/// arithmetic. Other header errors are left to the full parser.
+fn check_shape(bytes: &[u8]) -> std::result::Result<(), String> {
+    let (len_at, len_bytes) = match bytes.get(6) {
+        Some(1) => (8, 2),
+        Some(_) => (8, 4),
+        None => return Err("not a .npy file: too short".into()),
+    };
+    let header_len = match bytes.get(len_at..len_at + len_bytes) {
+        Some(b) if len_bytes == 2 => u16::from_le_bytes([b[0], b[1]]) as usize,
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize,
+        None => return Err("not a .npy file: truncated header".into()),
+    };
+    let start = len_at + len_bytes;
+    let header = bytes
+        .get(start..start.saturating_add(header_len))
+        .ok_or("not a .npy file: truncated header")?;
+    let text = String::from_utf8_lossy(header);
+    let Some(at) = text.find("'shape'") else {
+        return Ok(()); // no shape: the full parser reports it
+    };
+    let rest = &text[at..];
+    let (Some(open), Some(close)) = (rest.find('('), rest.find(')')) else {
+        return Ok(());
+    };
+    if close < open {
+        return Ok(());
+    }
+    let mut count: u64 = 1;
+    for dim in rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        let d: u64 = dim
+            .parse()
+            .map_err(|_| format!("bad shape entry `{dim}`"))?;
+        count = count
+            .checked_mul(d)
+            .ok_or_else(|| format!("shape {} overflows", &rest[open..=close]))?;
+    }
+    let data = bytes.len().saturating_sub(start + header_len) as u64;
+    if count > data {
+        return Err(format!(
+            "shape {} needs more data than the file's {} bytes",
+            &rest[open..=close],
+            bytes.len()
+        ));
+    }
+    Ok(())
 }

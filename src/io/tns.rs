@@ -121,6 +121,14 @@ impl<'p> LineParser<'p> {
             self.start(tokens.clone().count())?;
         }
         let order = self.order;
+        if self.vals.len() == self.vals.capacity() {
+            // Growth as a typed error, not an allocator abort, for a file larger than memory.
+            let more = self.vals.len().max(1024);
+            crate::memory::try_reserve(&mut self.vals, more, "the parsed values")?;
+            for inds in &mut self.inds {
+                crate::memory::try_reserve(inds, more, "the parsed indices")?;
+            }
+        }
         let mut found = 0usize;
         for mode in 0..order {
             let Some(tok) = tokens.next() else {

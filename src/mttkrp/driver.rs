@@ -49,7 +49,14 @@ fn ser_display<S: serde::Serializer>(k: &KernelId, s: S) -> std::result::Result<
 /// Doubles of one segment's staging rows `lo..=hi`, rounded up to whole cache lines so every
 /// segment's buffer starts 64-byte aligned.
 fn staged_rows_len(lo: u64, hi: u64, rank: usize) -> usize {
-    ((hi - lo + 1) as usize * rank).next_multiple_of(8)
+    // Saturating: an impossible size must stay impossible (the memory plan refuses it), not
+    // wrap into a small buffer.
+    usize::try_from(hi - lo + 1)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(rank)
+        .saturating_add(7)
+        / 8
+        * 8
 }
 
 /// Staging floats needed for `rank`: the largest, over modes, sum of the segments' interval
@@ -60,7 +67,7 @@ pub fn staging_len<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> usize {
             (0..t.num_partitions())
                 .filter_map(|p| t.interval(p, m))
                 .map(|(lo, hi)| staged_rows_len(lo, hi, rank))
-                .sum::<usize>()
+                .fold(0usize, usize::saturating_add)
         })
         .max()
         .unwrap_or(0)
@@ -197,13 +204,12 @@ pub fn mttkrp_alto<I: HwBits>(
             ConflictResolution::Flagged => {
                 let cells = as_atomic(out.as_mut_slice());
                 (0..parts).into_par_iter().try_for_each(|p| {
-                    // Each segment gets its own sink, as FlaggedRows requires.
-                    run_segment(
-                        kernel,
-                        &decoder,
-                        &input_of(p),
-                        &mut FlaggedRows::new(cells, rank),
-                    )
+                    // SAFETY: each segment gets its own sink, and the flags are exact for these
+                    // segments: an `AltoTensor` is made only by `build` / `repartition`, which set
+                    // them from the current bounds, or by `from_stored`, which recomputes and
+                    // compares them (a `.alto` file cannot smuggle in a cleared flag).
+                    let mut sink = unsafe { FlaggedRows::new(cells, rank) };
+                    run_segment(kernel, &decoder, &input_of(p), &mut sink)
                 })?;
                 Ok(())
             }

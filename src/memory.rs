@@ -1,0 +1,309 @@
+//! Peak-memory planning. Every command adds up what it is about to allocate (a [`MemoryPlan`])
+//! and compares it with what this process may use (a [`MemoryLimit`]: `--max-memory`, else the
+//! cgroup limit less its current use, else `MemAvailable`) before allocating, so an impossible
+//! size is a clear error instead of an allocator abort. Sizes saturate instead of wrapping: a
+//! plan for 2^70 bytes is refused, never mistaken for a small one.
+
+use crate::error::{AltoError, Result};
+use std::fmt;
+use std::path::Path;
+
+/// Where a memory limit comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitSource {
+    /// Given explicitly (`--max-memory`).
+    Explicit,
+    /// The cgroup v2 `memory.max` of this process, less its `memory.current`.
+    Cgroup,
+    /// `MemAvailable` of `/proc/meminfo`.
+    MemAvailable,
+}
+
+impl LimitSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            LimitSource::Explicit => "the --max-memory limit",
+            LimitSource::Cgroup => "the cgroup memory limit less current use",
+            LimitSource::MemAvailable => "MemAvailable in /proc/meminfo",
+        }
+    }
+}
+
+/// How many bytes this process may still allocate, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryLimit {
+    pub bytes: u64,
+    pub source: LimitSource,
+}
+
+impl MemoryLimit {
+    /// The explicit limit when given, else the detected one (`None`: nothing to check against).
+    pub fn resolve(explicit: Option<u64>) -> Option<MemoryLimit> {
+        match explicit {
+            Some(bytes) => Some(MemoryLimit {
+                bytes,
+                source: LimitSource::Explicit,
+            }),
+            None => MemoryLimit::detect(),
+        }
+    }
+
+    /// The smaller of the cgroup allowance and `MemAvailable`, where readable.
+    pub fn detect() -> Option<MemoryLimit> {
+        let cgroup = cgroup_allowance().map(|bytes| MemoryLimit {
+            bytes,
+            source: LimitSource::Cgroup,
+        });
+        let avail = mem_available().map(|bytes| MemoryLimit {
+            bytes,
+            source: LimitSource::MemAvailable,
+        });
+        match (cgroup, avail) {
+            (Some(c), Some(a)) => Some(if c.bytes < a.bytes { c } else { a }),
+            (c, a) => c.or(a),
+        }
+    }
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in bytes.
+pub fn mem_available() -> Option<u64> {
+    parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+fn parse_meminfo(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// This process's cgroup v2 `memory.max - memory.current` (`None` without a limit).
+pub fn cgroup_allowance() -> Option<u64> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
+    let max = std::fs::read_to_string(dir.join("memory.max")).ok()?;
+    let current = std::fs::read_to_string(dir.join("memory.current")).ok();
+    cgroup_allowance_from(&max, current.as_deref())
+}
+
+/// `max - current` from the text of the two cgroup files (`max` means no limit).
+pub fn cgroup_allowance_from(max: &str, current: Option<&str>) -> Option<u64> {
+    let max: u64 = max.trim().parse().ok()?; // "max" (no limit) does not parse
+    let current: u64 = current.and_then(|c| c.trim().parse().ok()).unwrap_or(0);
+    Some(max.saturating_sub(current))
+}
+
+/// `count * size` bytes, saturating at `u64::MAX`.
+pub fn bytes_for(count: u64, size: u64) -> u64 {
+    count.saturating_mul(size)
+}
+
+/// What a command will allocate, item by item.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryPlan {
+    items: Vec<(String, u64)>,
+}
+
+impl MemoryPlan {
+    pub fn new() -> Self {
+        MemoryPlan::default()
+    }
+
+    /// Adds `bytes` for `what` (e.g. "factor matrices (3 x rank 16)").
+    pub fn add(&mut self, what: impl Into<String>, bytes: u64) -> &mut Self {
+        self.items.push((what.into(), bytes));
+        self
+    }
+
+    /// Every item of `other`.
+    pub fn extend(&mut self, other: MemoryPlan) -> &mut Self {
+        self.items.extend(other.items);
+        self
+    }
+
+    pub fn items(&self) -> &[(String, u64)] {
+        &self.items
+    }
+
+    /// The sum, saturating.
+    pub fn total(&self) -> u64 {
+        self.items
+            .iter()
+            .fold(0u64, |a, &(_, b)| a.saturating_add(b))
+    }
+
+    /// Refuses the plan when it exceeds `limit` (no limit: accepted). `hint` names the options
+    /// that change the need, e.g. "lower --rank".
+    pub fn check(&self, limit: Option<MemoryLimit>, hint: &str) -> Result<()> {
+        let Some(limit) = limit else { return Ok(()) };
+        let needed = self.total();
+        if needed <= limit.bytes {
+            return Ok(());
+        }
+        Err(AltoError::MemoryLimit {
+            needed,
+            available: limit.bytes,
+            plan: self.to_string(),
+            limit: limit.source.describe(),
+            hint: hint.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for MemoryPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, (what, bytes)) in self.items.iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{what} {}", human_bytes(*bytes))?;
+        }
+        Ok(())
+    }
+}
+
+/// What MTTKRP on `t` at `rank` allocates beside the tensor: one factor matrix per mode, one
+/// output for the largest mode, and the pull strategy's staging ([`crate::mttkrp::staging_len`]).
+pub fn mttkrp_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
+    let rank = rank as u64;
+    let rows: u64 = t.dims().iter().fold(0u64, |a, &d| a.saturating_add(d));
+    let max_rows = t.dims().iter().copied().max().unwrap_or(0);
+    let staging = crate::with_alto!(t, x => crate::mttkrp::staging_len(x, rank as usize));
+    let mut plan = MemoryPlan::new();
+    plan.add(
+        format!("factor matrices ({rows} rows x rank {rank})"),
+        bytes_for(rows.saturating_mul(rank), 8),
+    )
+    .add(
+        format!("output ({max_rows} rows x rank {rank})"),
+        bytes_for(max_rows.saturating_mul(rank), 8),
+    )
+    .add("pull staging", bytes_for(staging as u64, 8));
+    plan
+}
+
+/// What CP-ALS on `t` at `rank` allocates beside the tensor: [`mttkrp_plan`], the model's
+/// factors (a second set), the per-mode Gram matrices and the solver's blocks.
+pub fn cp_als_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
+    let mut plan = mttkrp_plan(t, rank);
+    let r = rank as u64;
+    let rows: u64 = t.dims().iter().fold(0u64, |a, &d| a.saturating_add(d));
+    let grams = (t.order() as u64 + 4).saturating_mul(r.saturating_mul(r));
+    plan.add("model factors", bytes_for(rows.saturating_mul(r), 8))
+        .add("Gram matrices and solver scratch", bytes_for(grams, 8));
+    plan
+}
+
+/// `1.50 GiB`, `12.0 KiB`, `512 B`; `u64::MAX` reads "more than 16 EiB" (a saturated sum).
+pub fn human_bytes(bytes: u64) -> String {
+    if bytes == u64::MAX {
+        return "more than 16 EiB".into();
+    }
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}
+
+/// Parses a byte size: a number with an optional binary suffix `K`, `M`, `G`, `T` (also
+/// `KiB`.., `KB`..: all powers of 1024), e.g. `512M`, `8G`, `1.5T`, `1000000`.
+pub fn parse_byte_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        other => {
+            return Err(format!(
+                "`{s}`: unknown size unit `{other}` (use K, M, G or T)"
+            ))
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (e.g. 512M, 8G)"))?;
+    let bytes = v * scale as f64;
+    if !bytes.is_finite() || bytes < 1.0 || bytes >= u64::MAX as f64 {
+        return Err(format!(
+            "`{s}`: a size must be at least 1 byte and below 16 EiB"
+        ));
+    }
+    Ok(bytes as u64)
+}
+
+/// A growable buffer's reservation as a typed error instead of an allocator abort.
+pub fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<()> {
+    v.try_reserve(additional)
+        .map_err(|_| AltoError::MemoryLimit {
+            needed: bytes_for(
+                (v.len() as u64).saturating_add(additional as u64),
+                std::mem::size_of::<T>() as u64,
+            ),
+            available: 0,
+            plan: format!("{what}: the allocation failed"),
+            limit: "what the allocator could provide",
+            hint: "free memory or use a smaller input".into(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_byte_size("512"), Ok(512));
+        assert_eq!(parse_byte_size("8G"), Ok(8 << 30));
+        assert_eq!(parse_byte_size("1.5k"), Ok(1536));
+        assert_eq!(parse_byte_size("2 MiB"), Ok(2 << 20));
+        for bad in ["", "G", "-1G", "nan", "inf", "1e30T", "0", "3 parsecs"] {
+            assert!(parse_byte_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plans_saturate_and_refuse_with_the_breakdown() {
+        let mut p = MemoryPlan::new();
+        p.add("factors", u64::MAX).add("output", 10);
+        assert_eq!(p.total(), u64::MAX);
+        let limit = Some(MemoryLimit {
+            bytes: 1 << 30,
+            source: LimitSource::Explicit,
+        });
+        let e = p.check(limit, "lower --rank").unwrap_err().to_string();
+        assert!(e.contains("factors more than 16 EiB"), "{e}");
+        assert!(
+            e.contains("--max-memory") && e.contains("lower --rank"),
+            "{e}"
+        );
+        let mut small = MemoryPlan::new();
+        small.add("x", 1 << 20);
+        assert!(small.check(limit, "").is_ok());
+        assert!(p.check(None, "").is_ok());
+    }
+
+    #[test]
+    fn limits_come_from_meminfo_and_cgroup_text() {
+        assert_eq!(
+            parse_meminfo("MemTotal: 10 kB\nMemAvailable:    2048 kB\n"),
+            Some(2 << 20)
+        );
+        assert_eq!(cgroup_allowance_from("max\n", Some("5")), None);
+        assert_eq!(cgroup_allowance_from("1000\n", Some("400\n")), Some(600));
+        assert_eq!(cgroup_allowance_from("1000", Some("4000")), Some(0));
+    }
+}
