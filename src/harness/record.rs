@@ -12,7 +12,6 @@
 use crate::error::{AltoError, Result};
 use crate::harness::topology::CpuModel;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -117,38 +116,38 @@ impl MeasurementRecord {
         self.max_s = max;
     }
 
-    /// Column names of [`csv_row`](Self::csv_row).
+    /// Column names of the CSV form ([`append_csv`](Self::append_csv)), in order.
     pub const CSV_HEADER: &'static str = "program,alto_version,git_commit,date,cpu_model,\
         cpu_flags,isa,kernel,threads,pin,pin_backend,rank,tensor,shape,nnz,mode,repetitions,\
         min_s,median_s,max_s,git_dirty";
 
-    /// One CSV line (no newline): flags space-separated, shape as `AxBxC`, an absent mode empty.
-    pub fn csv_row(&self) -> String {
+    /// The flat CSV form: flags space-separated, shape as `AxBxC`, an absent mode empty, times
+    /// in scientific notation.
+    fn csv_row(&self) -> CsvRow<'_> {
         let shape: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
-        [
-            csv_field(&self.program),
-            csv_field(&self.alto_version),
-            csv_field(&self.git_commit),
-            csv_field(&self.date),
-            csv_field(&self.cpu_model),
-            csv_field(&self.cpu_flags.join(" ")),
-            csv_field(&self.isa),
-            csv_field(&self.kernel),
-            self.threads.to_string(),
-            csv_field(&self.pin),
-            csv_field(&self.pin_backend),
-            self.rank.to_string(),
-            csv_field(&self.tensor),
-            shape.join("x"),
-            self.nnz.to_string(),
-            self.mode.map_or(String::new(), |m| m.to_string()),
-            self.repetitions.to_string(),
-            format!("{:e}", self.min_s),
-            format!("{:e}", self.median_s),
-            format!("{:e}", self.max_s),
-            csv_field(&self.git_dirty),
-        ]
-        .join(",")
+        CsvRow {
+            program: &self.program,
+            alto_version: &self.alto_version,
+            git_commit: &self.git_commit,
+            date: &self.date,
+            cpu_model: &self.cpu_model,
+            cpu_flags: self.cpu_flags.join(" "),
+            isa: &self.isa,
+            kernel: &self.kernel,
+            threads: self.threads,
+            pin: &self.pin,
+            pin_backend: &self.pin_backend,
+            rank: self.rank,
+            tensor: &self.tensor,
+            shape: shape.join("x"),
+            nnz: self.nnz,
+            mode: self.mode,
+            repetitions: self.repetitions,
+            min_s: format!("{:e}", self.min_s),
+            median_s: format!("{:e}", self.median_s),
+            max_s: format!("{:e}", self.max_s),
+            git_dirty: &self.git_dirty,
+        }
     }
 
     /// `result` with its extension replaced by `meta.json` (`fig9.png` -> `fig9.meta.json`).
@@ -166,22 +165,50 @@ impl MeasurementRecord {
     /// Appends records to a CSV file, writing the header first when the file is new or empty.
     pub fn append_csv(path: &Path, records: &[MeasurementRecord]) -> Result<()> {
         let io = |e| AltoError::io(path, e);
-        let mut f = std::fs::OpenOptions::new()
+        let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
             .map_err(io)?;
         let empty = f.metadata().map_err(io)?.len() == 0;
-        let mut text = String::new();
-        if empty {
-            text.push_str(Self::CSV_HEADER);
-            text.push('\n');
-        }
+        let mut w = csv::WriterBuilder::new().has_headers(empty).from_writer(f);
         for r in records {
-            text.push_str(&r.csv_row());
-            text.push('\n');
+            w.serialize(r.csv_row()).map_err(|e| csv_error(path, e))?;
         }
-        f.write_all(text.as_bytes()).map_err(io)
+        w.flush().map_err(io)
+    }
+}
+
+/// One CSV row of a [`MeasurementRecord`]: the field order is the column order.
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    program: &'a str,
+    alto_version: &'a str,
+    git_commit: &'a str,
+    date: &'a str,
+    cpu_model: &'a str,
+    cpu_flags: String,
+    isa: &'a str,
+    kernel: &'a str,
+    threads: usize,
+    pin: &'a str,
+    pin_backend: &'a str,
+    rank: usize,
+    tensor: &'a str,
+    shape: String,
+    nnz: u64,
+    mode: Option<usize>,
+    repetitions: usize,
+    min_s: String,
+    median_s: String,
+    max_s: String,
+    git_dirty: &'a str,
+}
+
+fn csv_error(path: &Path, e: csv::Error) -> AltoError {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => AltoError::io(path, e),
+        other => AltoError::InvalidArgument(format!("{}: writing CSV: {other:?}", path.display())),
     }
 }
 
@@ -203,39 +230,13 @@ pub fn min_median_max(samples: &[f64]) -> (f64, f64, f64) {
     (v[0], v[v.len() / 2], v[v.len() - 1])
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// `2026-12-02T17:29:23Z` (seconds precision; times before 1970 print as the epoch).
+/// `2026-12-02T17:29:23Z`: RFC 3339, UTC, seconds precision (times before 1970 print as the
+/// epoch).
 pub fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day) (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let ts = jiff::Timestamp::try_from(t.max(UNIX_EPOCH)).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    jiff::Timestamp::from_second(ts.as_second())
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
 }
 
 #[cfg(test)]
@@ -262,9 +263,21 @@ mod tests {
     }
 
     #[test]
-    fn csv_quotes_what_needs_it() {
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("plain"), "plain");
+    fn csv_rows_quote_what_needs_it_under_the_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("runs.csv");
+        let mut r = MeasurementRecord::new("alto mttkrp");
+        r.tensor = "a,b \"c\"".into();
+        r.shape = vec![3, 4];
+        r.set_samples(&[0.5, 0.25]);
+        MeasurementRecord::append_csv(&p, std::slice::from_ref(&r)).unwrap();
+        MeasurementRecord::append_csv(&p, &[r]).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0], MeasurementRecord::CSV_HEADER);
+        assert!(lines[1].contains(",\"a,b \"\"c\"\"\",3x4,"), "{}", lines[1]);
+        assert!(lines[1].contains(",2,2.5e-1,5e-1,5e-1,"), "{}", lines[1]);
+        assert_eq!(lines[1], lines[2]);
     }
 }
