@@ -7,6 +7,7 @@
 //! - [`baselines`]: the `#[target_feature]` entry points of the evaluation baselines;
 //! - [`isa`]: capability tokens (holding one proves the CPU has the instructions);
 //! - [`rows`]: the CP-ALS row kernels (solve, Gram, scale), portable and AVX2+FMA;
+//! - [`probe`]: the roofline probe's peak-FMA and bandwidth loops;
 //! - [`mttkrp`]: the segment kernels (scalar, `pulp`, AVX2, AVX-512), their named variants and
 //!   their dispatch.
 //!
@@ -18,6 +19,8 @@ pub mod decode;
 pub mod index;
 pub mod isa;
 pub mod mttkrp;
+#[cfg(target_arch = "x86_64")]
+pub mod probe;
 pub mod rows;
 pub mod sink;
 

@@ -6,6 +6,8 @@
 //! triad. Write-allocate traffic (reading the destination line before writing it, 8 more bytes
 //! per written element) is NOT counted, as in STREAM.
 
+use alto_kernels::Avx2Fma;
+
 use std::sync::Barrier;
 use std::time::Instant;
 
@@ -77,9 +79,8 @@ impl Arrays {
 
 /// Sum of `x`; explicit AVX2 with 4 independent accumulators where available.
 pub fn load(x: &[f64]) -> f64 {
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 was just detected.
-        unsafe { load_avx2(x) }
+    if let Some(avx2) = Avx2Fma::try_new() {
+        alto_kernels::probe::sum_avx2(avx2, x)
     } else {
         let mut acc = [0.0f64; 8];
         let chunks = x.chunks_exact(8);
@@ -93,44 +94,11 @@ pub fn load(x: &[f64]) -> f64 {
     }
 }
 
-#[target_feature(enable = "avx2")]
-fn load_avx2(x: &[f64]) -> f64 {
-    use core::arch::x86_64::*;
-    let mut acc = [_mm256_setzero_pd(); 4];
-    let chunks = x.chunks_exact(16);
-    let tail: f64 = chunks.remainder().iter().sum();
-    for c in chunks {
-        for (k, a) in acc.iter_mut().enumerate() {
-            // SAFETY: `c` has 16 elements, so `c[4k..4k+4]` is in bounds for k < 4.
-            *a = _mm256_add_pd(*a, unsafe { _mm256_loadu_pd(c.as_ptr().add(4 * k)) });
-        }
-    }
-    let mut lanes = [0.0f64; 4];
-    let sum = _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3]));
-    // SAFETY: `lanes` holds 4 doubles.
-    unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), sum) };
-    lanes.iter().sum::<f64>() + tail
-}
-
 /// `a = b + s * c`, vectorized by the compiler for the best ISA present.
 pub fn triad(a: &mut [f64], b: &[f64], c: &[f64], s: f64) {
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: AVX2 and FMA were just detected.
-        unsafe { triad_avx2(a, b, c, s) }
-    } else {
-        triad_body(a, b, c, s)
-    }
-}
-
-#[target_feature(enable = "avx2,fma")]
-fn triad_avx2(a: &mut [f64], b: &[f64], c: &[f64], s: f64) {
-    triad_body(a, b, c, s)
-}
-
-#[inline(always)]
-fn triad_body(a: &mut [f64], b: &[f64], c: &[f64], s: f64) {
-    for ((x, &y), &z) in a.iter_mut().zip(b).zip(c) {
-        *x = y + s * z;
+    match Avx2Fma::try_new() {
+        Some(avx2) => alto_kernels::probe::triad_avx2(avx2, a, b, c, s),
+        None => alto_kernels::probe::triad_portable(a, b, c, s),
     }
 }
 

@@ -5,18 +5,9 @@
 //! Each kernel iterates `acc = acc * A + B` and returns the sum of its accumulators, which the
 //! tests compare with the same recurrence computed plainly: the FMAs really ran.
 
-/// Multiplier and addend of the recurrence: `acc` converges to B / (1 - A) = 1 without
-/// overflow. Accumulators start away from that fixed point (and from a value the compiler
-/// cannot see), or the whole loop folds to a constant.
-pub const FMA_A: f64 = 0.999_999;
-pub const FMA_B: f64 = 1e-6;
-
+use alto_kernels::probe::{chain_start as start, AVX512_CHAINS, NARROW_CHAINS};
+pub use alto_kernels::probe::{FMA_A, FMA_B};
 use alto_kernels::{Avx2Fma, Avx512, Fma, Scalar};
-
-/// Start value of accumulator `k`.
-fn start(k: usize) -> f64 {
-    std::hint::black_box(0.5) + k as f64 * 1e-3
-}
 
 /// The vector widths a peak can be measured at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,8 +41,8 @@ impl PeakIsa {
     /// Accumulator chains the kernel keeps in flight.
     pub fn accumulators(self) -> usize {
         match self {
-            PeakIsa::Scalar | PeakIsa::Avx2 => 12,
-            PeakIsa::Avx512 => 16,
+            PeakIsa::Scalar | PeakIsa::Avx2 => NARROW_CHAINS,
+            PeakIsa::Avx512 => AVX512_CHAINS,
         }
     }
 
@@ -69,23 +60,17 @@ impl PeakIsa {
     }
 }
 
-/// Runs the kernel of `isa` for `iters` iterations; `None` when the CPU lacks the ISA.
+/// Runs the kernel of `isa` for `iters` iterations; `None` when the CPU lacks the ISA (the
+/// kernels, in `alto_kernels::probe`, each take the token of the instructions they run).
 pub fn run_fma(isa: PeakIsa, iters: u64) -> Option<f64> {
-    // SAFETY (each call): the token just built proves the CPU has the features the kernel
-    // enables (`Fma`: fma; `Avx2Fma`: avx2 and fma; `Avx512`: avx512f).
+    use alto_kernels::probe::{fma_peak_avx2, fma_peak_avx512, fma_peak_scalar};
     Some(match isa {
         PeakIsa::Scalar => match Fma::try_new() {
-            Some(_fma) => unsafe { fma_scalar(iters) },
+            Some(fma) => fma_peak_scalar(fma, iters),
             None => mul_add_scalar(iters),
         },
-        PeakIsa::Avx2 => {
-            let _avx2 = Avx2Fma::try_new()?;
-            unsafe { fma_avx2(iters) }
-        }
-        PeakIsa::Avx512 => {
-            let _avx512 = Avx512::try_new()?;
-            unsafe { fma_avx512(iters) }
-        }
+        PeakIsa::Avx2 => fma_peak_avx2(Avx2Fma::try_new()?, iters),
+        PeakIsa::Avx512 => fma_peak_avx512(Avx512::try_new()?, iters),
     })
 }
 
@@ -102,68 +87,16 @@ pub fn expected_sum(isa: PeakIsa, iters: u64) -> f64 {
         .sum()
 }
 
-#[inline(never)]
-#[target_feature(enable = "fma")]
-fn fma_scalar(iters: u64) -> f64 {
-    use core::arch::x86_64::*;
-    let a = _mm_set_sd(FMA_A);
-    let b = _mm_set_sd(FMA_B);
-    let mut acc: [__m128d; 12] = core::array::from_fn(|k| _mm_set_sd(start(k)));
-    for _ in 0..iters {
-        for x in acc.iter_mut() {
-            *x = _mm_fmadd_sd(*x, a, b);
-        }
-    }
-    acc.iter().map(|x| _mm_cvtsd_f64(*x)).sum()
-}
-
 /// Without FMA a scalar multiply-add is two instructions (and two flops).
 #[inline(never)]
 fn mul_add_scalar(iters: u64) -> f64 {
-    let mut acc: [f64; 12] = core::array::from_fn(start);
+    let mut acc: [f64; NARROW_CHAINS] = core::array::from_fn(start);
     for _ in 0..iters {
         for x in acc.iter_mut() {
             *x = std::hint::black_box(*x * FMA_A) + FMA_B;
         }
     }
     acc.iter().sum()
-}
-
-#[inline(never)]
-#[target_feature(enable = "avx2,fma")]
-fn fma_avx2(iters: u64) -> f64 {
-    use core::arch::x86_64::*;
-    let a = _mm256_set1_pd(FMA_A);
-    let b = _mm256_set1_pd(FMA_B);
-    let mut acc: [__m256d; 12] = core::array::from_fn(|k| _mm256_set1_pd(start(k)));
-    for _ in 0..iters {
-        for x in acc.iter_mut() {
-            *x = _mm256_fmadd_pd(*x, a, b);
-        }
-    }
-    let mut lanes = [0.0f64; 4];
-    let mut total = 0.0;
-    for x in acc {
-        // SAFETY: `lanes` holds exactly 4 doubles, the width of one ymm store.
-        unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), x) };
-        total += lanes.iter().sum::<f64>();
-    }
-    total
-}
-
-#[inline(never)]
-#[target_feature(enable = "avx512f")]
-fn fma_avx512(iters: u64) -> f64 {
-    use core::arch::x86_64::*;
-    let a = _mm512_set1_pd(FMA_A);
-    let b = _mm512_set1_pd(FMA_B);
-    let mut acc: [__m512d; 16] = core::array::from_fn(|k| _mm512_set1_pd(start(k)));
-    for _ in 0..iters {
-        for x in acc.iter_mut() {
-            *x = _mm512_fmadd_pd(*x, a, b);
-        }
-    }
-    acc.iter().map(|x| _mm512_reduce_add_pd(*x)).sum()
 }
 
 #[cfg(test)]
@@ -190,7 +123,7 @@ mod tests {
 
     /// The body of `function` in `objdump -d` output of this test binary.
     fn disassembly_of(dump: &str, function: &str) -> Option<String> {
-        let header = format!("<alto_roofline::probe::flops::{function}>:");
+        let header = format!("<alto_kernels::probe::{function}>:");
         let start = dump.find(&header)?;
         let body = &dump[start..];
         let end = body.find("\n\n").unwrap_or(body.len());
@@ -217,9 +150,9 @@ mod tests {
         };
         let dump = String::from_utf8_lossy(&out.stdout);
         for (function, register) in [
-            ("fma_scalar", "xmm"),
-            ("fma_avx2", "ymm"),
-            ("fma_avx512", "zmm"),
+            ("fma_chains_scalar", "xmm"),
+            ("fma_chains_avx2", "ymm"),
+            ("fma_chains_avx512", "zmm"),
         ] {
             let body =
                 disassembly_of(&dump, function).unwrap_or_else(|| panic!("{function} not found"));
@@ -229,7 +162,7 @@ mod tests {
                 fmas.iter().all(|l| l.contains(register)),
                 "{function} must use {register}\n{body}"
             );
-            if function == "fma_scalar" {
+            if function == "fma_chains_scalar" {
                 assert!(
                     fmas.iter().all(|l| l.contains("sd")),
                     "scalar FMAs are vfmadd...sd"
