@@ -15,8 +15,6 @@ pub(crate) struct Others<'a, M> {
     pub factor: [&'a [f64]; MAX_ORDER],
     /// Rows of each factor (`len / rank`): a coordinate below it has a whole row in the slice.
     pub rows: [u64; MAX_ORDER],
-    /// The target mode's decoder.
-    pub target: M,
 }
 
 impl<'a, M: Copy> Others<'a, M> {
@@ -33,7 +31,6 @@ impl<'a, M: Copy> Others<'a, M> {
             dec: [target; MAX_ORDER],
             factor: [&[]; MAX_ORDER],
             rows: [0; MAX_ORDER],
-            target,
         };
         for (m, &f) in input.factors.iter().enumerate().take(MAX_ORDER) {
             if m != input.target {

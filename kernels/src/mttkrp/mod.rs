@@ -2,23 +2,26 @@
 //! for each nonzero `x`, decode its coordinates, form `v * hadamard_{m != n} U_m(i_m, :)` and add
 //! it to the target row `i_n` through a [`RowSink`].
 //!
-//! Three tiers, never mixed (the naive oracle lives in the tests):
-//! - [`Isa::Scalar`]: portable Rust: the generic body of [`vector`] over a one-lane
-//!   `SimdF64` on the [`Scalar`](crate::isa::Scalar) token (`scalar`);
-//! - [`Isa::Pulp`]: the same algorithm written over `pulp::Simd` and dispatched by `pulp` to
-//!   AVX-512 (V4), AVX2 (V3) or scalar: the portable-SIMD comparison point (`pulp_simd`);
-//! - [`Isa::Avx2`], [`Isa::Avx512`]: explicit `std::arch` kernels: the generic body of
-//!   [`vector`] instantiated on each ISA's token, FMA into the output row, masked tails.
+//! Four tiers, never mixed (the naive oracle lives in the tests), all sharing one per-nonzero
+//! skeleton: the generic body of [`vector`] over its small `SimdF64` vector trait,
+//! instantiated once per tier:
+//! - [`Isa::Scalar`]: portable Rust: `SimdF64` with one lane on the
+//!   [`Scalar`](crate::isa::Scalar) token (`scalar`);
+//! - [`Isa::Pulp`]: `SimdF64` on a wrapper of `pulp::Simd`, dispatched by `pulp` to AVX-512
+//!   (V4), AVX2 (V3) or scalar: the portable-SIMD comparison point (`pulp_simd`);
+//! - [`Isa::Avx2`], [`Isa::Avx512`]: explicit `std::arch` kernels: `SimdF64` on each ISA's
+//!   token, FMA into the output row, masked tails.
 //!
 //! Layout: `names` (kernel names and parsing), `decoder` (decoder choice), `error`, `locate`
 //! (row location and chunk bounds), `vector` (the one per-nonzero skeleton, its column work
-//! for fixed and runtime ranks, and the `isa_kernels!` entry-point macro), one file per ISA,
+//! for fixed and runtime ranks, and the `isa_kernels!` entry-point macro), one file per tier,
 //! and [`run_segment`] here.
 //!
 //! Every kernel is specialized for ranks 8, 16, 32 and 64 (const generics: the rank loop is fully
 //! unrolled in registers) and has a runtime-rank variant. Thin `#[target_feature]` entry points
 //! (`#[inline(never)]`, named like the kernel: `avx512_r16`, `avx2_rdyn`) wrap the
-//! `#[inline(always)]` bodies, so the BMI2 `pext` decoder and the intrinsics inline into one loop.
+//! `#[inline(always)]` bodies, so the BMI2 `pext` decoder and the intrinsics inline into one loop;
+//! the `pulp` tier's entry points are `pulp`'s own (`Arch::dispatch`), around the same bodies.
 //! [`run_segment`] checks the inputs and dispatches once per segment.
 
 mod avx2;
@@ -33,7 +36,7 @@ mod vector;
 
 pub use decoder::{default_decode_kind, AnyDecoder, DecodeKind};
 pub use error::KernelError;
-pub(crate) use locate::{first_out_of_range, out_of_range, Bounds, FixedModes, Locate, Others};
+pub(crate) use locate::{first_out_of_range, Bounds, FixedModes, Locate, Others};
 pub use names::{Isa, KernelId, RankSpec, SPECIALIZED_RANKS};
 
 use crate::decode::{HwBits, MAX_ORDER};
@@ -112,8 +115,12 @@ pub fn run_segment<I: HwBits, S: RowSink>(
     match (kernel.isa, decoder) {
         (Isa::Scalar, AnyDecoder::Pext(d)) => scalar::run_pext(spec, d, input, sink),
         (Isa::Scalar, AnyDecoder::Runs(d)) => scalar::run_runs(spec, d, input, sink),
-        (Isa::Pulp, AnyDecoder::Pext(d)) => pulp_simd::run(spec, d, input, sink),
-        (Isa::Pulp, AnyDecoder::Runs(d)) => pulp_simd::run(spec, d, input, sink),
+        (Isa::Pulp, AnyDecoder::Pext(d)) => {
+            pulp_simd::run::<_, _, _, ByOrder>(spec, d, input, sink)
+        }
+        (Isa::Pulp, AnyDecoder::Runs(d)) => {
+            pulp_simd::run::<_, _, _, AnyOrder>(spec, d, input, sink)
+        }
         (Isa::Avx2, AnyDecoder::Pext(d)) => avx2::run::<_, _, _, ByOrder>(
             Avx2Fma::try_new().ok_or(unavailable)?,
             spec,

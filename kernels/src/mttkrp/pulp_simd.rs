@@ -1,145 +1,146 @@
-//! The `pulp` tier: the MTTKRP segment written once over `pulp::Simd` with safe slices
-//! (`as_simd_f64s` splits a row into vectors and a scalar tail), dispatched by `pulp::Arch` to
-//! V4 (AVX-512), V3 (AVX2 + FMA + BMI2) or scalar. It is the portable comparison point for the
-//! hand-written kernels: same algorithm, no `unsafe`, the library picks the instructions.
-//! Both V3 and V4 enable BMI2, so the `pext` decoder inlines here too.
+//! The `pulp` tier: the generic body of [`super::vector`] over [`SimdF64`] implemented for any
+//! `pulp::Simd` type, dispatched by `pulp::Arch` to V4 (AVX-512, 8 lanes), V3 (AVX2 + FMA +
+//! BMI2, 4 lanes) or scalar (1 lane). It is the portable comparison point for the hand-written
+//! kernels: the same skeleton, with `pulp` picking the instructions; its only `unsafe` is the
+//! raw-pointer loads and stores of the [`SimdF64`] impl. Both V3 and V4 enable BMI2, so the
+//! `pext` decoder inlines here too. The multiply-add is `mul_add_e_f64s`: fused on V3 and V4,
+//! `a * b + c` (unfused) on pulp's scalar fallback.
 
-use super::{out_of_range, KernelError, Others, RankSpec, SegmentInput};
-use crate::decode::{Decode, HwBits, ModeDecode, MAX_ORDER};
+use super::vector::{dyn_body, OrderPolicy, SimdF64};
+use super::{KernelError, RankSpec, SegmentInput};
+use crate::decode::{Decode, HwBits};
 use crate::sink::RowSink;
+use core::marker::PhantomData;
 use pulp::{Arch, Simd, WithSimd};
 
-/// Columns per pass: every fixed rank fits in one pass.
-const CHUNK: usize = 64;
+/// A `pulp` architecture as a [`SimdF64`]: holding a `pulp::Simd` value proves its features.
+#[derive(Clone, Copy)]
+pub(crate) struct PulpSimd<S>(S);
 
-/// One segment as a `pulp` operation; `R` is the fixed rank, or 0 for the runtime rank.
-struct Segment<'s, 'a, I, D, S, const R: usize> {
+impl<S: Simd> SimdF64 for PulpSimd<S> {
+    const LANES: usize = core::mem::size_of::<S::f64s>() / core::mem::size_of::<f64>();
+    type V = S::f64s;
+
+    #[inline(always)]
+    fn splat(self, x: f64) -> S::f64s {
+        self.0.splat_f64s(x)
+    }
+    #[inline(always)]
+    fn mul(self, a: S::f64s, b: S::f64s) -> S::f64s {
+        self.0.mul_f64s(a, b)
+    }
+    /// Fused where the ISA has FMA (V3, V4); `a * b + c` on pulp's scalar fallback.
+    #[inline(always)]
+    fn fmadd(self, a: S::f64s, b: S::f64s, c: S::f64s) -> S::f64s {
+        self.0.mul_add_e_f64s(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f64) -> S::f64s {
+        // SAFETY: `S::f64s` is `LANES` doubles (`Pod`: every bit pattern is a value), and the
+        // caller guarantees `p` is valid for reading `LANES` doubles; `read_unaligned` needs
+        // no alignment.
+        unsafe { p.cast::<S::f64s>().read_unaligned() }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f64, v: S::f64s) {
+        // SAFETY: `S::f64s` is `LANES` doubles and the caller guarantees `p` is valid for
+        // writing `LANES` doubles; `write_unaligned` needs no alignment.
+        unsafe { p.cast::<S::f64s>().write_unaligned(v) }
+    }
+    #[inline(always)]
+    unsafe fn load_part(self, p: *const f64, n: usize) -> S::f64s {
+        // SAFETY: the caller guarantees `p` is valid for reading `n` doubles (initialized
+        // factor or output values), and nothing writes them while this slice lives.
+        let part = unsafe { core::slice::from_raw_parts(p, n) };
+        self.0.partial_load_f64s(part)
+    }
+    #[inline(always)]
+    unsafe fn store_part(self, p: *mut f64, n: usize, v: S::f64s) {
+        // SAFETY: the caller guarantees `p` is valid for writing `n` doubles with no other
+        // access to them meanwhile.
+        let part = unsafe { core::slice::from_raw_parts_mut(p, n) };
+        self.0.partial_store_f64s(part, v)
+    }
+}
+
+/// One segment as a `pulp` operation: the rank variant, the order policy `O`, the inputs.
+struct Segment<'s, 'a, I, D, S, O> {
+    spec: RankSpec,
     input: &'s SegmentInput<'a, I>,
     dec: &'s D,
     sink: &'s mut S,
+    order: PhantomData<O>,
 }
 
-impl<I: HwBits, D: Decode<I>, S: RowSink, const R: usize> WithSimd for Segment<'_, '_, I, D, S, R> {
+impl<I, D, S, O> WithSimd for Segment<'_, '_, I, D, S, O>
+where
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+    O: OrderPolicy,
+{
     type Output = Result<(), KernelError>;
 
+    /// The fixed ranks as `BLOCKS` blocks of `NV` vectors, chosen by `V`'s lane count (8, 4, 2
+    /// or 1: at most 8 vectors in registers per block, as the explicit tiers); any other rank,
+    /// or a lane count without a layout, through the runtime-rank body. The match is on
+    /// constants once `V` is known, so each instantiation keeps only its own lane count's arms.
     #[inline(always)]
     fn with_simd<V: Simd>(self, simd: V) -> Self::Output {
-        let Segment { input, dec, sink } = self;
-        let rank = if R == 0 { input.rank } else { R };
-        let others = Others::new(input, dec, rank);
-        let n = others.count::<0>();
-        let last = n - 1; // order >= 2 (checked by run_segment)
-        let mut rows: [&[f64]; MAX_ORDER] = [&[]; MAX_ORDER];
-        let mut buf = [0.0f64; CHUNK];
-        for (k, (&x, &v)) in input.idx.iter().zip(input.vals).enumerate() {
-            if input.prefetch > 0 {
-                if let Some(&ahead) = input.idx.get(k + input.prefetch) {
-                    others.prefetch::<I, 0>(ahead, rank);
-                }
-            }
-            let modes = others.dec[..n]
-                .iter()
-                .zip(&others.rows[..n])
-                .zip(&others.factor[..n]);
-            for (row, ((d, &count), factor)) in rows[..n].iter_mut().zip(modes) {
-                let c = d.coord(x);
-                if c >= count {
-                    return Err(out_of_range(input, dec, x));
-                }
-                let c = c as usize;
-                *row = &factor[c * rank..(c + 1) * rank];
-            }
-            let target = others.target.coord(x);
-            let boundary = x.intersects(input.boundary_mask);
-            let (heads, tail) = rows.split_at(last);
-            let lrow = tail[0];
-            match sink.plain_row(target, boundary) {
-                Some(out) => {
-                    let out = &mut out[..rank];
-                    for col in (0..rank).step_by(CHUNK) {
-                        let w = CHUNK.min(rank - col);
-                        let acc = &mut buf[..w];
-                        product(simd, v, heads, col, acc);
-                        fma_into(simd, acc, &lrow[col..col + w], &mut out[col..col + w]);
-                    }
-                }
-                None => {
-                    for col in (0..rank).step_by(CHUNK) {
-                        let w = CHUNK.min(rank - col);
-                        let acc = &mut buf[..w];
-                        product(simd, v, heads, col, acc);
-                        mul_into(simd, acc, &lrow[col..col + w]);
-                        sink.add(target, col, acc, boundary);
-                    }
-                }
-            }
+        let Segment {
+            spec,
+            input,
+            dec,
+            sink,
+            ..
+        } = self;
+        let t = PulpSimd(simd);
+        macro_rules! fixed {
+            ($nv:literal, $blocks:literal) => {
+                O::fixed::<PulpSimd<V>, I, D, S, $nv, $blocks>(t, input, dec, sink)
+            };
         }
-        Ok(())
-    }
-}
-
-/// `acc = v * prod_r r[col .. col + acc.len()]`.
-#[inline(always)]
-fn product<V: Simd>(simd: V, v: f64, rows: &[&[f64]], col: usize, acc: &mut [f64]) {
-    let w = acc.len();
-    let (ah, at) = V::as_mut_simd_f64s(acc);
-    let splat = simd.splat_f64s(v);
-    ah.fill(splat);
-    at.fill(v);
-    for row in rows {
-        let (rh, rt) = V::as_simd_f64s(&row[col..col + w]);
-        for (a, r) in ah.iter_mut().zip(rh) {
-            *a = simd.mul_f64s(*a, *r);
+        match (PulpSimd::<V>::LANES, spec) {
+            (8, RankSpec::Fixed(8)) => fixed!(1, 1),
+            (8, RankSpec::Fixed(16)) => fixed!(2, 1),
+            (8, RankSpec::Fixed(32)) => fixed!(4, 1),
+            (8, RankSpec::Fixed(64)) => fixed!(8, 1),
+            (4, RankSpec::Fixed(8)) => fixed!(2, 1),
+            (4, RankSpec::Fixed(16)) => fixed!(4, 1),
+            (4, RankSpec::Fixed(32)) => fixed!(8, 1),
+            (4, RankSpec::Fixed(64)) => fixed!(8, 2),
+            (2, RankSpec::Fixed(8)) => fixed!(4, 1),
+            (2, RankSpec::Fixed(16)) => fixed!(8, 1),
+            (2, RankSpec::Fixed(32)) => fixed!(8, 2),
+            (2, RankSpec::Fixed(64)) => fixed!(8, 4),
+            (1, RankSpec::Fixed(8)) => fixed!(8, 1),
+            (1, RankSpec::Fixed(16)) => fixed!(8, 2),
+            (1, RankSpec::Fixed(32)) => fixed!(8, 4),
+            (1, RankSpec::Fixed(64)) => fixed!(8, 8),
+            _ => dyn_body::<PulpSimd<V>, I, D, S>(t, input, dec, sink),
         }
-        for (a, r) in at.iter_mut().zip(rt) {
-            *a *= r;
-        }
-    }
-}
-
-/// `out += acc * last` (`mul_add_e`: fused where the ISA has FMA, `a * b + c` otherwise).
-#[inline(always)]
-fn fma_into<V: Simd>(simd: V, acc: &[f64], last: &[f64], out: &mut [f64]) {
-    let (oh, ot) = V::as_mut_simd_f64s(out);
-    let (ah, at) = V::as_simd_f64s(acc);
-    let (lh, lt) = V::as_simd_f64s(last);
-    for ((o, a), l) in oh.iter_mut().zip(ah).zip(lh) {
-        *o = simd.mul_add_e_f64s(*a, *l, *o);
-    }
-    for ((o, a), l) in ot.iter_mut().zip(at).zip(lt) {
-        *o += a * l;
-    }
-}
-
-/// `acc *= last`.
-#[inline(always)]
-fn mul_into<V: Simd>(simd: V, acc: &mut [f64], last: &[f64]) {
-    let (ah, at) = V::as_mut_simd_f64s(acc);
-    let (lh, lt) = V::as_simd_f64s(last);
-    for (a, l) in ah.iter_mut().zip(lh) {
-        *a = simd.mul_f64s(*a, *l);
-    }
-    for (a, l) in at.iter_mut().zip(lt) {
-        *a *= l;
     }
 }
 
 /// Runs the rank variant `spec` (checked against the input's rank by `run_segment`) on the best
-/// `pulp` architecture of this CPU.
-pub(super) fn run<I: HwBits, D: Decode<I>, S: RowSink>(
+/// `pulp` architecture of this CPU, with order policy `O`.
+pub(super) fn run<I, D, S, O>(
     spec: RankSpec,
     dec: &D,
     input: &SegmentInput<'_, I>,
     sink: &mut S,
-) -> Result<(), KernelError> {
-    let arch = Arch::new();
-    match spec {
-        RankSpec::Fixed(8) => arch.dispatch(Segment::<_, _, _, 8> { input, dec, sink }),
-        RankSpec::Fixed(16) => arch.dispatch(Segment::<_, _, _, 16> { input, dec, sink }),
-        RankSpec::Fixed(32) => arch.dispatch(Segment::<_, _, _, 32> { input, dec, sink }),
-        RankSpec::Fixed(64) => arch.dispatch(Segment::<_, _, _, 64> { input, dec, sink }),
-        RankSpec::Fixed(_) | RankSpec::Dynamic => {
-            arch.dispatch(Segment::<_, _, _, 0> { input, dec, sink })
-        }
-    }
+) -> Result<(), KernelError>
+where
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+    O: OrderPolicy,
+{
+    Arch::new().dispatch(Segment::<_, _, _, O> {
+        spec,
+        input,
+        dec,
+        sink,
+        order: PhantomData,
+    })
 }

@@ -1,10 +1,12 @@
-//! The MTTKRP algorithm, written once over a tiny vector trait ([`SimdF64`]) that each ISA
-//! module implements on its capability token (so holding the `self` of a method proves the CPU
-//! runs its instructions): AVX2 and AVX-512, and the one-lane scalar tier. One skeleton
-//! (`segment_loop`: chunks, bounds, row location, sink) serves fixed and runtime ranks, with
-//! the column work (`FixedColumns`, `DynColumns`) as the varying part. The bodies are
-//! `#[inline(always)]`; the ISA modules wrap them in `#[target_feature]` entry points
-//! (`isa_kernels!`), where the intrinsics and BMI2 `pext` inline.
+//! The MTTKRP algorithm, written once over a tiny vector trait ([`SimdF64`]) that each tier
+//! implements on its capability token (so holding the `self` of a method proves the CPU runs
+//! its instructions): AVX2 and AVX-512, the one-lane scalar tier, and the `pulp` tier (on a
+//! wrapper of whichever `pulp::Simd` architecture `pulp` dispatches to). One skeleton
+//! (`segment_loop`: chunks, bounds, row location, sink) serves all four tiers and both fixed
+//! and runtime ranks, with the column work (`FixedColumns`, `DynColumns`) as the varying part.
+//! The bodies are `#[inline(always)]`; the ISA modules wrap them in `#[target_feature]` entry
+//! points (`isa_kernels!`), `pulp` in its own `WithSimd` dispatch, where the intrinsics and
+//! BMI2 `pext` inline.
 //!
 //! Per nonzero: decode the other modes into row pointers (one bounds test per mode, folded into
 //! a single branch), form `acc = v * U_a(i_a, :) * ...` over all but the last other mode in
@@ -282,7 +284,6 @@ pub(crate) struct FixedColumns<const NV: usize, const BLOCKS: usize>;
 impl<T: SimdF64, const NV: usize, const BLOCKS: usize> Columns<T> for FixedColumns<NV, BLOCKS> {
     #[inline(always)]
     fn rank(&self) -> usize {
-        const { assert!(NV * BLOCKS * T::LANES <= MAX_FIXED_RANK) };
         NV * T::LANES * BLOCKS
     }
 
@@ -324,6 +325,13 @@ impl<T: SimdF64, const NV: usize, const BLOCKS: usize> Columns<T> for FixedColum
     ) {
         let block = NV * T::LANES;
         let rank = block * BLOCKS;
+        // A runtime check, not a `const` assertion: the `pulp` tier picks `NV` and `BLOCKS` by
+        // the lane count at run time, so layouts too wide for some `T` are instantiated (never
+        // run) too. The operands are constants: the check folds away where it holds.
+        assert!(
+            rank <= MAX_FIXED_RANK,
+            "fixed rank {rank} over {MAX_FIXED_RANK}"
+        );
         let mut row = [0.0f64; MAX_FIXED_RANK];
         let r = row.as_mut_ptr();
         for b in 0..BLOCKS {
