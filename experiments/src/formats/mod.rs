@@ -279,17 +279,10 @@ pub fn privatized_bytes(threads: usize, rows: u64, rank: usize) -> u64 {
 }
 
 pub(crate) fn check_memory(needed: u64) -> Result<()> {
-    if let Some(available) = available_memory() {
-        if needed > available {
-            return Err(AltoError::OutOfMemory {
-                needed,
-                available,
-                needed_gib: needed as f64 / (1u64 << 30) as f64,
-                available_gib: available as f64 / (1u64 << 30) as f64,
-            });
-        }
+    match available_memory() {
+        Some(available) => alto::format::alto::check_memory_against(needed, available),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Checks factors and output shape, returning the rank.
