@@ -1,8 +1,10 @@
 //! The ALTO tensor: linearized, sorted, duplicate-merged nonzeros cut into balanced segments
 //! that remember their per-mode coordinate intervals (SPEC sections 2-5).
 
+pub use super::flags::{dense_row_table, DENSE_ROWS_PER_NONZERO};
 use super::layout::{IndexWidth, Layout};
 use super::sort::{comparison_sort_pairs, radix_sort_from, PairSource};
+pub(crate) use super::stored::StoredParts;
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
 use crate::memory::{MemoryLimit, MemoryPlan};
@@ -70,19 +72,6 @@ pub struct BuildTimes {
     pub partition: f64,
     pub flags: f64,
     pub total: f64,
-}
-
-/// The parts of a stored tensor, before [`AltoTensor::from_stored`] checks them.
-pub(crate) struct StoredParts<I> {
-    pub layout: Layout,
-    pub masks: Vec<I>,
-    pub idx: Vec<I>,
-    pub vals: Vec<f64>,
-    pub bounds: Vec<usize>,
-    pub intervals: Vec<(u64, u64)>,
-    pub flag_bits: Vec<Option<u32>>,
-    pub duplicates_merged: u64,
-    pub min_fiber_reuse: u64,
 }
 
 /// An ALTO tensor with index word `I` (`u32`, `u64` or `u128`).
@@ -196,240 +185,6 @@ impl<I: HwBits> AltoTensor<I> {
         Ok((partition_s, t.elapsed().as_secs_f64()))
     }
 
-    /// Assigns spare bits above `B` as boundary flags, limited-reuse modes first (lowest reuse
-    /// first), then the others while bits remain, and sets each nonzero's flags.
-    fn set_flags(&mut self, decoder: &AnyDecoder<I>) {
-        let b = self.layout.total_bits();
-        let value_mask = I::from_u128(if b == 128 {
-            u128::MAX
-        } else {
-            (1u128 << b) - 1
-        });
-        self.idx.par_iter_mut().for_each(|x| *x = x.and(value_mask));
-        let order = self.order();
-        let nnz = self.nnz() as u64;
-        let mut modes: Vec<usize> = (0..order).collect();
-        let reuse = |m: usize| fiber_reuse(nnz, self.layout.dims()[m]);
-        let threshold = self.min_fiber_reuse;
-        modes.sort_by_key(|&m| (reuse(m) > threshold, reuse(m)));
-        let spare = self.layout.spare_bits();
-        self.flag_bits = vec![None; order];
-        for (k, &m) in modes.iter().enumerate().take(spare as usize) {
-            self.flag_bits[m] = Some(b + k as u32);
-        }
-        for mode in 0..order {
-            let Some(bit) = self.flag_bits[mode] else {
-                continue;
-            };
-            let shared = self.shared_rows(decoder, mode);
-            let flag = I::from_u128(1u128 << bit);
-            self.idx.par_chunks_mut(1 << 14).for_each(|chunk| {
-                with_decoder_isa(decoder, || set_flag(chunk, decoder, mode, &shared, flag))
-            });
-        }
-    }
-
-    /// The rows of `mode` touched by more than one segment. Scratch stays O(nnz) whatever the
-    /// dim: a row-indexed table where the dim is within [`DENSE_ROWS_PER_NONZERO`] of the
-    /// nonzero count, else the sorted list of shared rows.
-    fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> SharedRows {
-        let dim = self.layout.dims()[mode];
-        if dense_row_table(dim, self.nnz() as u64, DENSE_ROWS_PER_NONZERO) {
-            SharedRows::Dense(self.shared_rows_dense(decoder, mode, dim as usize))
-        } else {
-            SharedRows::Sparse(self.shared_rows_sparse(decoder, mode))
-        }
-    }
-
-    /// Each segment marks the rows it touches in a bitmap over its own interval (in parallel);
-    /// a row is shared when two or more bitmaps mark it.
-    fn shared_rows_dense(&self, decoder: &AnyDecoder<I>, mode: usize, dim: usize) -> Vec<bool> {
-        let touched: Vec<Option<(u64, Vec<u64>)>> = (0..self.num_partitions())
-            .into_par_iter()
-            .map(|p| {
-                let (lo, hi) = self.interval(p, mode)?;
-                let mut bits = vec![0u64; ((hi - lo) / 64 + 1) as usize];
-                let segment = &self.idx[self.partition_range(p)];
-                with_decoder_isa(decoder, || mark_rows(&mut bits, segment, decoder, mode, lo));
-                Some((lo, bits))
-            })
-            .collect();
-        let mut count = vec![0u8; dim];
-        for (lo, bits) in touched.iter().flatten() {
-            for (w, &word) in bits.iter().enumerate() {
-                let mut word = word;
-                while word != 0 {
-                    let row = *lo as usize + w * 64 + word.trailing_zeros() as usize;
-                    count[row] = count[row].saturating_add(1);
-                    word &= word - 1;
-                }
-            }
-        }
-        count.into_iter().map(|c| c > 1).collect()
-    }
-
-    /// Each segment's distinct rows (sorted, in parallel), then the rows that occur in two or
-    /// more of those lists.
-    fn shared_rows_sparse(&self, decoder: &AnyDecoder<I>, mode: usize) -> Vec<u64> {
-        let mut all: Vec<u64> = (0..self.num_partitions())
-            .into_par_iter()
-            .flat_map_iter(|p| {
-                let mut rows: Vec<u64> = self.idx[self.partition_range(p)]
-                    .iter()
-                    .map(|&x| decoder.coord(x, mode))
-                    .collect();
-                rows.sort_unstable();
-                rows.dedup();
-                rows
-            })
-            .collect();
-        all.par_sort_unstable();
-        let mut shared: Vec<u64> = all
-            .windows(2)
-            .filter(|w| w[0] == w[1])
-            .map(|w| w[0])
-            .collect();
-        shared.dedup();
-        shared
-    }
-
-    /// Checks what a stored tensor claims beside its nonzeros against the nonzeros themselves:
-    /// every interval is exactly its segment's coordinate range, flag bits are distinct spare
-    /// bits, and each nonzero's flag is set exactly when its row is shared between segments.
-    /// The flagged MTTKRP writes unflagged rows without atomics, so a wrong flag would be a
-    /// data race: after this check a loaded tensor is as trustworthy as a built one.
-    ///
-    /// Call only after checking that every coordinate is inside its dim.
-    pub(crate) fn check_derived_state(&self) -> std::result::Result<(), String> {
-        let order = self.order();
-        let parts = self.num_partitions();
-        if self.intervals.len() != parts * order {
-            return Err("interval table has the wrong size".into());
-        }
-        let decoder = self.fast_decoder();
-        for p in 0..parts {
-            let mut iv = vec![(1u64, 0u64); order];
-            let segment = &self.idx[self.partition_range(p)];
-            with_decoder_isa(&decoder, || widen_intervals(&mut iv, segment, &decoder));
-            if iv[..] != self.intervals[p * order..(p + 1) * order] {
-                return Err(format!(
-                    "segment {p} intervals are not its nonzeros' coordinate ranges"
-                ));
-            }
-        }
-        let b = self.layout.total_bits();
-        let mut used = 0u128;
-        for (mode, bit) in self.flag_bits.iter().enumerate() {
-            let Some(bit) = *bit else { continue };
-            if bit < b || bit >= I::BITS || used & (1u128 << bit) != 0 {
-                return Err(format!(
-                    "mode {mode} flag bit {bit} is not a free spare bit (coordinates use bits \
-                     0..{b}, the index has {})",
-                    I::BITS
-                ));
-            }
-            used |= 1u128 << bit;
-        }
-        for (mode, bit) in self.flag_bits.iter().enumerate() {
-            let Some(bit) = *bit else { continue };
-            let shared = self.shared_rows(&decoder, mode);
-            let flag = I::from_u128(1u128 << bit);
-            let wrong = self.idx.par_chunks(1 << 14).any(|chunk| {
-                chunk
-                    .iter()
-                    .any(|&x| x.intersects(flag) != shared.contains(decoder.coord(x, mode)))
-            });
-            if wrong {
-                return Err(format!(
-                    "mode {mode} boundary flags do not match the rows shared between segments"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// A tensor from stored parts (a `.alto` file), checked as thoroughly as [`Self::build`]
-    /// establishes them: masks of the layout, segment bounds from 0 to nnz, coordinates inside
-    /// the dims, strictly increasing indices, no stray bits, exact intervals and exact boundary
-    /// flags ([`Self::check_derived_state`]). The error says what is wrong.
-    pub(crate) fn from_stored(parts: StoredParts<I>) -> std::result::Result<Self, String> {
-        let order = parts.layout.order();
-        if parts.masks.len() != order
-            || parts.flag_bits.len() != order
-            || parts
-                .masks
-                .iter()
-                .zip(parts.layout.masks())
-                .any(|(m, &l)| m.to_u128() != l)
-        {
-            return Err("masks do not match the dims".into());
-        }
-        if parts.idx.len() != parts.vals.len() {
-            return Err("index and value counts differ".into());
-        }
-        let b = &parts.bounds;
-        if b.len() < 2
-            || b[0] != 0
-            || b[b.len() - 1] != parts.idx.len()
-            || b.windows(2).any(|w| w[0] > w[1])
-        {
-            return Err("segment bounds are inconsistent".into());
-        }
-        if parts.vals.iter().any(|v| !v.is_finite()) {
-            return Err("non-finite value".into());
-        }
-        let candidate = AltoTensor {
-            layout: parts.layout,
-            masks: parts.masks,
-            idx: parts.idx,
-            vals: parts.vals,
-            bounds: parts.bounds,
-            intervals: parts.intervals,
-            flag_bits: parts.flag_bits,
-            duplicates_merged: parts.duplicates_merged,
-            min_fiber_reuse: parts.min_fiber_reuse,
-        };
-        candidate.check_coordinates()?;
-        candidate.check_derived_state()?;
-        Ok(candidate)
-    }
-
-    /// Coordinates inside the dims, indices strictly increasing along the line, and no bit set
-    /// outside the layout and the flag bits.
-    fn check_coordinates(&self) -> std::result::Result<(), String> {
-        let dec = self.fast_decoder();
-        let b = self.layout.total_bits();
-        let value_mask = if b == 128 {
-            u128::MAX
-        } else {
-            (1u128 << b) - 1
-        };
-        let flag_mask = self
-            .flag_bits
-            .iter()
-            .flatten()
-            .filter(|&&bit| bit < 128)
-            .fold(0u128, |a, &bit| a | 1u128 << bit);
-        let mut prev: Option<u128> = None;
-        for &x in &self.idx {
-            let key = x.to_u128() & value_mask;
-            if prev.is_some_and(|q| q >= key) {
-                return Err("indices are not strictly increasing".into());
-            }
-            prev = Some(key);
-            if x.to_u128() & !value_mask & !flag_mask != 0 {
-                return Err("index has bits set outside the layout and flags".into());
-            }
-            for (m, &dim) in self.dims().iter().enumerate() {
-                let coord = dec.coord(x, m);
-                if coord >= dim {
-                    return Err(format!("mode {m} coordinate {coord} outside dim {dim}"));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The decoder the CPU rule prefers (BMI2 `pext` where it is native and fast).
     pub fn fast_decoder(&self) -> AnyDecoder<I> {
         self.decoder(alto_kernels::default_decode_kind(
@@ -509,7 +264,7 @@ impl<I: HwBits> AltoTensor<I> {
 /// Runs `f` compiled with BMI2 enabled when `decoder` decodes with `pext`, so the `pext`s it
 /// reaches inline (see [`alto_kernels::Bmi2::run`]); plainly otherwise.
 #[inline(always)]
-fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl FnOnce() -> R) -> R {
+pub(super) fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl FnOnce() -> R) -> R {
     match decoder {
         AnyDecoder::Pext(d) => d.token().run(f),
         AnyDecoder::Runs(_) => f(),
@@ -518,7 +273,11 @@ fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl FnOnce() -> R
 
 /// Widens the per-mode closed intervals `iv` (empty while `lo > hi`) to cover `segment`.
 #[inline(always)]
-fn widen_intervals<I: HwBits>(iv: &mut [(u64, u64)], segment: &[I], decoder: &AnyDecoder<I>) {
+pub(super) fn widen_intervals<I: HwBits>(
+    iv: &mut [(u64, u64)],
+    segment: &[I],
+    decoder: &AnyDecoder<I>,
+) {
     for &x in segment {
         for (mode, (lo, hi)) in iv.iter_mut().enumerate() {
             let c = decoder.coord(x, mode);
@@ -529,65 +288,6 @@ fn widen_intervals<I: HwBits>(iv: &mut [(u64, u64)], segment: &[I], decoder: &An
                 *hi = (*hi).max(c);
             }
         }
-    }
-}
-
-/// A row-indexed table pays where the dim is at most this many times the nonzero count (its
-/// bytes are then a small multiple of the index array's); sparser modes list shared rows.
-pub const DENSE_ROWS_PER_NONZERO: u64 = 8;
-
-/// Whether the shared-row scratch of a mode of `dim` rows is a row-indexed table (true) or a
-/// sorted list (false): a table while `dim <= rows_per_nonzero * nnz + 4096`.
-pub fn dense_row_table(dim: u64, nnz: u64, rows_per_nonzero: u64) -> bool {
-    dim <= rows_per_nonzero.saturating_mul(nnz).saturating_add(4096)
-}
-
-/// Rows of one mode touched by more than one segment.
-enum SharedRows {
-    /// Indexed by row.
-    Dense(Vec<bool>),
-    /// The shared rows, sorted.
-    Sparse(Vec<u64>),
-}
-
-impl SharedRows {
-    #[inline(always)]
-    fn contains(&self, row: u64) -> bool {
-        match self {
-            SharedRows::Dense(t) => t[row as usize],
-            SharedRows::Sparse(rows) => rows.binary_search(&row).is_ok(),
-        }
-    }
-}
-
-/// Sets `flag` on the nonzeros of `chunk` whose `mode` row is `shared`.
-#[inline(always)]
-fn set_flag<I: HwBits>(
-    chunk: &mut [I],
-    decoder: &AnyDecoder<I>,
-    mode: usize,
-    shared: &SharedRows,
-    flag: I,
-) {
-    for x in chunk {
-        if shared.contains(decoder.coord(*x, mode)) {
-            *x = x.or(flag);
-        }
-    }
-}
-
-/// Marks in `bits` (one bit per row from `lo`) the `mode` rows that `segment` touches.
-#[inline(always)]
-fn mark_rows<I: HwBits>(
-    bits: &mut [u64],
-    segment: &[I],
-    decoder: &AnyDecoder<I>,
-    mode: usize,
-    lo: u64,
-) {
-    for &x in segment {
-        let r = decoder.coord(x, mode) - lo;
-        bits[(r / 64) as usize] |= 1 << (r % 64);
     }
 }
 

@@ -1,8 +1,11 @@
-//! The ALTO format: bit layout, sorting, and the built tensor with its partitions and flags.
+//! The ALTO format: bit layout (`layout`), sorting (`sort`), the built tensor with its
+//! partitions (`alto`), its boundary flags (`flags`), and tensors from stored parts (`stored`).
 
 pub mod alto;
+mod flags;
 pub mod layout;
 pub mod sort;
+mod stored;
 
 pub use alto::{
     estimate_build_bytes, fiber_reuse, AltoTensor, AnyAlto, BuildOptions, BuildTimes,
