@@ -166,7 +166,7 @@ impl fmt::Display for MemoryPlan {
 /// output for the largest mode, and the pull strategy's staging ([`crate::mttkrp::staging_len`]).
 pub fn mttkrp_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
     let rank = rank as u64;
-    let rows: u64 = t.dims().iter().fold(0u64, |a, &d| a.saturating_add(d));
+    let rows = factor_rows(t);
     let max_rows = t.dims().iter().copied().max().unwrap_or(0);
     let staging = crate::with_alto!(t, x => crate::mttkrp::staging_len(x, rank as usize));
     let mut plan = MemoryPlan::new();
@@ -182,12 +182,17 @@ pub fn mttkrp_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
     plan
 }
 
+/// Rows of all factor matrices together (the sum of the dims), saturating.
+fn factor_rows(t: &crate::AnyAlto) -> u64 {
+    t.dims().iter().fold(0u64, |a, &d| a.saturating_add(d))
+}
+
 /// What CP-ALS on `t` at `rank` allocates beside the tensor: [`mttkrp_plan`], the model's
 /// factors (a second set), the per-mode Gram matrices and the solver's blocks.
 pub fn cp_als_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
     let mut plan = mttkrp_plan(t, rank);
     let r = rank as u64;
-    let rows: u64 = t.dims().iter().fold(0u64, |a, &d| a.saturating_add(d));
+    let rows = factor_rows(t);
     let grams = (t.order() as u64 + 4).saturating_mul(r.saturating_mul(r));
     plan.add("model factors", bytes_for(rows.saturating_mul(r), 8))
         .add("Gram matrices and solver scratch", bytes_for(grams, 8));

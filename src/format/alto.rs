@@ -168,21 +168,27 @@ impl<I: HwBits> AltoTensor<I> {
         let seg = m.div_ceil(partitions).max(1);
         self.bounds = (0..=partitions).map(|p| (p * seg).min(m)).collect();
         let decoder = self.fast_decoder();
-        let order = self.order();
-        let intervals: Vec<Vec<(u64, u64)>> = (0..partitions)
-            .into_par_iter()
-            .map(|p| {
-                let mut iv = vec![(1u64, 0u64); order];
-                let segment = &self.idx[self.bounds[p]..self.bounds[p + 1]];
-                with_decoder_isa(&decoder, || widen_intervals(&mut iv, segment, &decoder));
-                iv
-            })
-            .collect();
-        self.intervals = intervals.concat();
+        self.intervals = self.segment_intervals(&decoder);
         let partition_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         self.set_flags(&decoder);
         Ok((partition_s, t.elapsed().as_secs_f64()))
+    }
+
+    /// Every segment's per-mode coordinate interval (segment `p`, mode `m` at `p * order + m`;
+    /// `(1, 0)` for an empty segment), computed from the nonzeros, in parallel.
+    pub(super) fn segment_intervals(&self, decoder: &AnyDecoder<I>) -> Vec<(u64, u64)> {
+        let order = self.order();
+        let per_segment: Vec<Vec<(u64, u64)>> = (0..self.num_partitions())
+            .into_par_iter()
+            .map(|p| {
+                let mut iv = vec![(1u64, 0u64); order];
+                let segment = &self.idx[self.partition_range(p)];
+                with_decoder_isa(decoder, || widen_intervals(&mut iv, segment, decoder));
+                iv
+            })
+            .collect();
+        per_segment.concat()
     }
 
     /// The decoder the CPU rule prefers (BMI2 `pext` where it is native and fast).
@@ -273,11 +279,7 @@ pub(super) fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl Fn
 
 /// Widens the per-mode closed intervals `iv` (empty while `lo > hi`) to cover `segment`.
 #[inline(always)]
-pub(super) fn widen_intervals<I: HwBits>(
-    iv: &mut [(u64, u64)],
-    segment: &[I],
-    decoder: &AnyDecoder<I>,
-) {
+fn widen_intervals<I: HwBits>(iv: &mut [(u64, u64)], segment: &[I], decoder: &AnyDecoder<I>) {
     for &x in segment {
         for (mode, (lo, hi)) in iv.iter_mut().enumerate() {
             let c = decoder.coord(x, mode);

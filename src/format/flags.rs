@@ -3,7 +3,7 @@
 //! flagged MTTKRP writes unflagged rows without atomics, so exact flags are a soundness
 //! invariant, not a hint.
 
-use super::alto::{fiber_reuse, widen_intervals, with_decoder_isa, AltoTensor};
+use super::alto::{fiber_reuse, with_decoder_isa, AltoTensor};
 use alto_kernels::{AnyDecoder, HwBits};
 use rayon::prelude::*;
 
@@ -119,15 +119,12 @@ impl<I: HwBits> AltoTensor<I> {
             return Err("interval table has the wrong size".into());
         }
         let decoder = self.fast_decoder();
-        for p in 0..parts {
-            let mut iv = vec![(1u64, 0u64); order];
-            let segment = &self.idx[self.partition_range(p)];
-            with_decoder_isa(&decoder, || widen_intervals(&mut iv, segment, &decoder));
-            if iv[..] != self.intervals[p * order..(p + 1) * order] {
-                return Err(format!(
-                    "segment {p} intervals are not its nonzeros' coordinate ranges"
-                ));
-            }
+        let recomputed = self.segment_intervals(&decoder);
+        if let Some(k) = (0..recomputed.len()).find(|&k| recomputed[k] != self.intervals[k]) {
+            return Err(format!(
+                "segment {} intervals are not its nonzeros' coordinate ranges",
+                k / order
+            ));
         }
         let b = self.layout.total_bits();
         let mut used = 0u128;
