@@ -228,6 +228,7 @@ mod tests {
             "atomic_avx2_rdyn",
             "pull_pulp_r16",
             "flagged_scalar_r64",
+            "pull_avx512_tiled",
         ] {
             let KernelChoice::Named(k) = KernelChoice::parse(name).unwrap() else {
                 panic!("{name} is a full kernel name");
@@ -240,7 +241,7 @@ mod tests {
         );
         assert!(KernelChoice::parse("avx2_r12").is_err());
         let k = KernelChoice::Isa(Isa::Scalar).resolve(17).unwrap();
-        assert_eq!(k.rank, RankSpec::Dynamic);
+        assert_eq!(k.rank, RankSpec::Tiled);
         assert!(KernelChoice::parse("scalar_r16")
             .unwrap()
             .resolve(17)

@@ -181,8 +181,10 @@ impl RowSink for PlainRows<'_> {
         };
         let start = (i as usize).saturating_mul(self.rank).saturating_add(col0);
         let dst = self.span(start, contrib.len());
-        for (d, c) in dst.iter_mut().zip(contrib) {
-            *d += *c;
+        // Indexed, not zipped: the wide kernels inline this into their loop, and the zip
+        // adapter is not always inlined there (the disassembly test checks).
+        for k in 0..dst.len() {
+            dst[k] += contrib[k];
         }
     }
 
@@ -256,8 +258,10 @@ impl RowSink for AtomicRows<'_> {
     #[inline(always)]
     fn add(&mut self, row: u64, col0: usize, contrib: &[f64], _boundary: bool) {
         let start = row as usize * self.rank + col0;
-        for (cell, &c) in self.data[start..start + contrib.len()].iter().zip(contrib) {
-            atomic_add_f64(cell, c);
+        let cells = &self.data[start..start + contrib.len()];
+        // Indexed: see `PlainRows::add`.
+        for k in 0..cells.len() {
+            atomic_add_f64(&cells[k], contrib[k]);
         }
     }
 
@@ -293,8 +297,10 @@ impl RowSink for FlaggedRows<'_> {
         if boundary {
             AtomicRows::new(self.data, self.rank).add(row, col0, contrib, true);
         } else if let Some(dst) = self.plain_row(row, false) {
-            for (d, c) in dst[col0..col0 + contrib.len()].iter_mut().zip(contrib) {
-                *d += *c;
+            let dst = &mut dst[col0..col0 + contrib.len()];
+            // Indexed: see `PlainRows::add`.
+            for k in 0..dst.len() {
+                dst[k] += contrib[k];
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Checks the machine code of the kernels in this very test binary (`objdump -d`):
-//! - every AVX-512 entry point (`avx512_r8` .. `avx512_rdyn`) has `zmm` FMAs (`vfmadd*pd`);
+//! - every AVX-512 entry point (`avx512_r8` .. `avx512_tiled`, `avx512_rdyn`) has `zmm` FMAs (`vfmadd*pd`);
 //! - every AVX2 entry point has `ymm` FMAs and no `zmm` register;
 //! - the BMI2 decoder is inlined: some instantiation of each entry point executes `pext`;
 //! - no loop of an entry point contains a `call` (other than to cold panic/error paths), so
@@ -300,7 +300,7 @@ fn instantiate() {
     assert_eq!(out[3 * 16], 2.0);
 }
 
-const RANKS: [&str; 5] = ["r8", "r16", "r32", "r64", "rdyn"];
+const RANKS: [&str; 6] = ["r8", "r16", "r32", "r64", "tiled", "rdyn"];
 
 #[test]
 fn kernels_compile_to_the_intended_instructions() {

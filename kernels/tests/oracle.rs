@@ -1,8 +1,8 @@
 //! Every kernel variant against a naive oracle: each ISA (one test module per ISA, made by
 //! `isa_tests!`) x decoder (`pext`, `runs`) x sink (plain, plain in three windowed segments,
-//! atomic, flag-guided) x index width (u32, u64, u128) x rank (1, 7, 8, 9, 16, 17, 33, 64) x
-//! order (2-6) x every target mode x kernel (the rank-specialized one and the runtime-rank one)
-//! x prefetch distance.
+//! atomic, flag-guided) x index width (u32, u64, u128) x rank ([`RANKS`]: 1 to 129) x order
+//! (2-6) x every target mode x kernel (the rank-specialized one, the tiled one and the
+//! runtime-rank one) x prefetch distance.
 //!
 //! An ISA this CPU lacks is skipped with a message; with `EXPECT_AVX512=1` the AVX-512 tests
 //! fail instead of skipping (the emulator run sets it). `ALTO_KERNEL_TESTS=emu` selects the
@@ -16,7 +16,9 @@ use alto_kernels::{
     KernelError, KernelId, PlainRows, RankSpec, SegmentInput,
 };
 
-const RANKS: [usize; 8] = [1, 7, 8, 9, 16, 17, 33, 64];
+/// Every rank shape: one column, tails of every length, the specialized ranks, ranks between
+/// them, and ranks over one full tile of eight vectors (100, 129) with tails.
+const RANKS: [usize; 13] = [1, 7, 8, 9, 10, 16, 17, 20, 33, 50, 64, 100, 129];
 const ORDERS: std::ops::RangeInclusive<usize> = 2..=6;
 
 /// The reduced grid for the emulator.
@@ -260,13 +262,13 @@ fn run<I: HwBits>(
     Ok(out)
 }
 
-/// The kernels to test for `rank` on `isa`: the runtime-rank one, and the specialized one when
-/// the rank has one.
+/// The kernels to test for `rank` on `isa`: the tiled one, the runtime-rank one, and the
+/// specialized one when the rank has one.
 fn kernels(isa: Isa, rank: usize) -> Vec<KernelId> {
-    let mut v = vec![KernelId {
-        isa,
-        rank: RankSpec::Dynamic,
-    }];
+    let mut v: Vec<KernelId> = [RankSpec::Tiled, RankSpec::Dynamic]
+        .into_iter()
+        .map(|rank| KernelId { isa, rank })
+        .collect();
     if let RankSpec::Fixed(r) = RankSpec::best_for(rank) {
         v.push(KernelId {
             isa,
@@ -525,6 +527,8 @@ fn names_round_trip_and_isas_are_ordered() {
         "pulp_r16",
         "scalar_r64",
         "avx512_rdyn",
+        "avx2_tiled",
+        "scalar_tiled",
     ] {
         assert!(
             names.iter().any(|n| n == expected),

@@ -146,7 +146,7 @@ impl<'a> TensorRun<'a> {
                     }),
                     ..Default::default()
                 }),
-                RankSpec::Dynamic => {
+                RankSpec::Tiled | RankSpec::Dynamic => {
                     return Err((
                         Status::Unsupported,
                         format!("no kernel is specialized for rank {rank}"),

@@ -114,11 +114,13 @@ impl Avx2Fma {
     }
 
     /// The FMA token every AVX2+FMA CPU also holds.
+    #[inline(always)]
     pub fn fma(self) -> Fma {
         Fma { _private: () }
     }
 
     /// The BMI2 token every CPU this token accepts also holds.
+    #[inline(always)]
     pub fn bmi2(self) -> Bmi2 {
         Bmi2 { _private: () }
     }
@@ -138,6 +140,7 @@ impl Avx512 {
     }
 
     /// The AVX2-level token every AVX-512 CPU also holds.
+    #[inline(always)]
     pub fn avx2(self) -> Avx2Fma {
         Avx2Fma { _private: () }
     }

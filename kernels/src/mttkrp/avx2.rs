@@ -1,6 +1,7 @@
 //! AVX2 + FMA kernels: `ymm` vectors of 4 doubles, `vfmadd` into the output row, masked tails
 //! with `vmaskmovpd`. Entry points enable BMI2 too, so the `pext` decoder inlines.
 
+use super::scalar::FusedLane;
 use super::vector::{isa_kernels, SimdF64};
 use crate::isa::Avx2Fma;
 use core::arch::x86_64::*;
@@ -8,6 +9,12 @@ use core::arch::x86_64::*;
 impl SimdF64 for Avx2Fma {
     const LANES: usize = 4;
     type V = __m256d;
+    type Half = Xmm;
+
+    #[inline(always)]
+    fn half(self) -> Xmm {
+        Xmm(self)
+    }
 
     #[inline(always)]
     fn splat(self, x: f64) -> __m256d {
@@ -47,6 +54,58 @@ impl SimdF64 for Avx2Fma {
     }
 }
 
+/// The `xmm` half of the AVX2 + FMA vectors (2 doubles, `vfmadd` on 128 bits): the tiled
+/// kernels' tails of AVX2 and AVX-512 run on it. Built only from an [`Avx2Fma`] token.
+#[derive(Clone, Copy)]
+pub(crate) struct Xmm(Avx2Fma);
+
+impl SimdF64 for Xmm {
+    const LANES: usize = 2;
+    type V = __m128d;
+    type Half = FusedLane;
+
+    #[inline(always)]
+    fn half(self) -> FusedLane {
+        FusedLane
+    }
+    #[inline(always)]
+    fn splat(self, x: f64) -> __m128d {
+        // SAFETY: the token proves SSE2 (part of AVX).
+        unsafe { _mm_set1_pd(x) }
+    }
+    #[inline(always)]
+    fn mul(self, a: __m128d, b: __m128d) -> __m128d {
+        // SAFETY: the token proves SSE2.
+        unsafe { _mm_mul_pd(a, b) }
+    }
+    #[inline(always)]
+    fn fmadd(self, a: __m128d, b: __m128d, c: __m128d) -> __m128d {
+        // SAFETY: the token proves FMA.
+        unsafe { _mm_fmadd_pd(a, b, c) }
+    }
+    #[inline(always)]
+    unsafe fn load(self, p: *const f64) -> __m128d {
+        // SAFETY: the token proves SSE2; the caller guarantees 2 readable doubles.
+        unsafe { _mm_loadu_pd(p) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f64, v: __m128d) {
+        // SAFETY: the token proves SSE2; the caller guarantees 2 writable doubles.
+        unsafe { _mm_storeu_pd(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn load_part(self, p: *const f64, _n: usize) -> __m128d {
+        // SAFETY: `0 < n < 2`, so one double, which the caller guarantees readable; the upper
+        // lane is zero.
+        unsafe { _mm_load_sd(p) }
+    }
+    #[inline(always)]
+    unsafe fn store_part(self, p: *mut f64, _n: usize, v: __m128d) {
+        // SAFETY: `0 < n < 2`: one double, which the caller guarantees writable.
+        unsafe { _mm_store_sd(p, v) }
+    }
+}
+
 /// A lane mask with lanes `0..n` set (sign bit of each 64-bit lane). Takes the token: a safe
 /// function may run AVX2 instructions only with the proof in hand.
 #[inline(always)]
@@ -64,5 +123,6 @@ isa_kernels! {
         avx2_r32 => 32 = <8, 1>,
         avx2_r64 => 64 = <8, 2>,
     }
+    tiled: avx2_tiled,
     dynamic: avx2_rdyn,
 }

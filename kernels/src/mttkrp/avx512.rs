@@ -3,12 +3,18 @@
 //! `pext` decoder inlines.
 
 use super::vector::{isa_kernels, SimdF64};
-use crate::isa::Avx512;
+use crate::isa::{Avx2Fma, Avx512};
 use core::arch::x86_64::*;
 
 impl SimdF64 for Avx512 {
     const LANES: usize = 8;
     type V = __m512d;
+    type Half = Avx2Fma;
+
+    #[inline(always)]
+    fn half(self) -> Avx2Fma {
+        self.avx2()
+    }
 
     #[inline(always)]
     fn splat(self, x: f64) -> __m512d {
@@ -63,5 +69,6 @@ isa_kernels! {
         avx512_r32 => 32 = <4, 1>,
         avx512_r64 => 64 = <8, 1>,
     }
+    tiled: avx512_tiled,
     dynamic: avx512_rdyn,
 }

@@ -67,10 +67,14 @@ impl<'a, M: Copy> Others<'a, M> {
         M: ModeDecode<I>,
     {
         let n = self.count::<N>();
-        let modes = self.dec[..n].iter().zip(&self.factor[..n]);
-        for (p, (d, f)) in ptrs[..n].iter_mut().zip(modes) {
-            let c = d.coord(x);
-            *p = f.as_ptr().wrapping_add((c as usize).wrapping_mul(rank));
+        // Indexed, not zipped: in the hot loop of the wide kernels the iterator adapters are not
+        // always inlined (the disassembly test checks).
+        #[allow(clippy::needless_range_loop)]
+        for j in 0..n {
+            let c = self.dec[j].coord(x);
+            ptrs[j] = self.factor[j]
+                .as_ptr()
+                .wrapping_add((c as usize).wrapping_mul(rank));
         }
     }
 
@@ -247,7 +251,9 @@ impl<I: HwBits> Bounds<I> {
             return xs.is_empty();
         }
         let mut bad = false;
-        for (&mask, &max) in self.mask[..self.n.min(MAX_ORDER)].iter().zip(&self.max) {
+        // Indexed, not zipped: the adapter is not always inlined into the wide kernels.
+        for j in 0..self.n.min(MAX_ORDER) {
+            let (mask, max) = (self.mask[j], self.max[j]);
             // Plain, non-short-circuiting loops, so they vectorize (and inline).
             for &x in xs {
                 bad |= x.and(mask) > max;

@@ -13,19 +13,23 @@
 //!   token, FMA into the output row, masked tails.
 //!
 //! Layout: `names` (kernel names and parsing), `decoder` (decoder choice), `error`, `locate`
-//! (row location and chunk bounds), `vector` (the one per-nonzero skeleton, its column work
-//! for fixed and runtime ranks, and the `isa_kernels!` entry-point macro), one file per tier,
+//! (row location and chunk bounds), `vector` (the one per-nonzero skeleton and the
+//! `isa_kernels!` entry-point macro), `columns` (its column work: fixed ranks, tiles, runtime
+//! ranks), one file per tier,
 //! and [`run_segment`] here.
 //!
 //! Every kernel is specialized for ranks 8, 16, 32 and 64 (const generics: the rank loop is fully
-//! unrolled in registers) and has a runtime-rank variant. Thin `#[target_feature]` entry points
-//! (`#[inline(never)]`, named like the kernel: `avx512_r16`, `avx2_rdyn`) wrap the
+//! unrolled in registers), has a tiled variant for any rank (`_tiled`: register tiles of 8, 4,
+//! 2 and 1 vectors, each const-generic, and a tail in narrower vectors; see `columns`) and the
+//! runtime-rank fallback (`_rdyn`). Thin `#[target_feature]` entry points
+//! (`#[inline(never)]`, named like the kernel: `avx512_r16`, `avx2_tiled`) wrap the
 //! `#[inline(always)]` bodies, so the BMI2 `pext` decoder and the intrinsics inline into one loop;
 //! the `pulp` tier's entry points are `pulp`'s own (`Arch::dispatch`), around the same bodies.
 //! [`run_segment`] checks the inputs and dispatches once per segment.
 
 mod avx2;
 mod avx512;
+mod columns;
 mod decoder;
 mod error;
 mod locate;

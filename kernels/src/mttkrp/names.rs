@@ -8,22 +8,27 @@ use core::fmt;
 /// Rank specializations: the rank loop is fully unrolled for these ranks.
 pub const SPECIALIZED_RANKS: [usize; 4] = [8, 16, 32, 64];
 
-/// How the rank loop is compiled: for one fixed rank, or for any rank in chunks.
+/// How the rank loop is compiled: for one fixed rank, as register tiles for any rank, or for
+/// any rank in pieces (the fallback).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RankSpec {
     /// Fully unrolled for exactly this rank (one of [`SPECIALIZED_RANKS`]).
     Fixed(usize),
-    /// Any rank, processed in chunks of vectors with a masked tail.
+    /// Any rank as const-generic register tiles of 8, 4, 2 and 1 vectors and a tail in the
+    /// ISA's narrower vectors (`_tiled`): the kernel for every rank without a specialization.
+    Tiled,
+    /// Any rank in pieces of four vectors with a masked tail (`_rdyn`): the runtime-rank
+    /// fallback, kept callable and tested as the reference point of the tiles.
     Dynamic,
 }
 
 impl RankSpec {
-    /// The specialization for `rank` when one exists, else the dynamic loop.
+    /// The specialization for `rank` when one exists, else the tiles.
     pub fn best_for(rank: usize) -> Self {
         if SPECIALIZED_RANKS.contains(&rank) {
             RankSpec::Fixed(rank)
         } else {
-            RankSpec::Dynamic
+            RankSpec::Tiled
         }
     }
 
@@ -31,7 +36,7 @@ impl RankSpec {
     pub fn supports(self, rank: usize) -> bool {
         match self {
             RankSpec::Fixed(r) => r == rank,
-            RankSpec::Dynamic => rank >= 1,
+            RankSpec::Tiled | RankSpec::Dynamic => rank >= 1,
         }
     }
 }
@@ -40,6 +45,7 @@ impl fmt::Display for RankSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RankSpec::Fixed(r) => write!(f, "r{r}"),
+            RankSpec::Tiled => write!(f, "tiled"),
             RankSpec::Dynamic => write!(f, "rdyn"),
         }
     }
@@ -86,7 +92,7 @@ impl Isa {
     }
 }
 
-/// One kernel variant: ISA x rank specialization. Its name (`avx512_r16`, `avx2_rdyn`,
+/// One kernel variant: ISA x rank specialization. Its name (`avx512_r16`, `avx2_tiled`,
 /// `pulp_r16`, `scalar_rdyn`) is the same string in the registry, on the command line, in CSV
 /// columns and in plot legends; the MTTKRP driver prefixes the conflict-resolution strategy
 /// (`pull_avx512_r16`).
@@ -103,12 +109,13 @@ impl fmt::Display for KernelId {
 }
 
 impl KernelId {
-    /// Parses `avx512_r16` / `scalar_rdyn`.
+    /// Parses `avx512_r16` / `avx2_tiled` / `scalar_rdyn`.
     pub fn parse(name: &str) -> Option<KernelId> {
         let (isa, rank) = name.rsplit_once('_')?;
         let isa = Isa::from_name(isa)?;
         let rank = match rank {
             "rdyn" => RankSpec::Dynamic,
+            "tiled" => RankSpec::Tiled,
             r => {
                 let r: usize = r.strip_prefix('r')?.parse().ok()?;
                 if !SPECIALIZED_RANKS.contains(&r) {
@@ -130,10 +137,9 @@ impl KernelId {
                     rank: RankSpec::Fixed(r),
                 });
             }
-            v.push(KernelId {
-                isa,
-                rank: RankSpec::Dynamic,
-            });
+            for rank in [RankSpec::Tiled, RankSpec::Dynamic] {
+                v.push(KernelId { isa, rank });
+            }
         }
         v
     }

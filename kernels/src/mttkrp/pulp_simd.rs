@@ -6,6 +6,7 @@
 //! `pext` decoder inlines here too. The multiply-add is `mul_add_e_f64s`: fused on V3 and V4,
 //! `a * b + c` (unfused) on pulp's scalar fallback.
 
+use super::scalar::FusedLane;
 use super::vector::{dyn_body, OrderPolicy, SimdF64};
 use super::{KernelError, RankSpec, SegmentInput};
 use crate::decode::{Decode, HwBits};
@@ -20,6 +21,13 @@ pub(crate) struct PulpSimd<S>(S);
 impl<S: Simd> SimdF64 for PulpSimd<S> {
     const LANES: usize = core::mem::size_of::<S::f64s>() / core::mem::size_of::<f64>();
     type V = S::f64s;
+    /// Tails go straight to one fused lane: `pulp` has no generic narrower vector.
+    type Half = FusedLane;
+
+    #[inline(always)]
+    fn half(self) -> FusedLane {
+        FusedLane
+    }
 
     #[inline(always)]
     fn splat(self, x: f64) -> S::f64s {
@@ -117,6 +125,7 @@ where
             (1, RankSpec::Fixed(16)) => fixed!(8, 2),
             (1, RankSpec::Fixed(32)) => fixed!(8, 4),
             (1, RankSpec::Fixed(64)) => fixed!(8, 8),
+            (_, RankSpec::Tiled) => O::tiled::<PulpSimd<V>, I, D, S>(t, input, dec, sink),
             _ => dyn_body::<PulpSimd<V>, I, D, S>(t, input, dec, sink),
         }
     }

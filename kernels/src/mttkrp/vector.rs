@@ -3,7 +3,8 @@
 //! its instructions): AVX2 and AVX-512, the one-lane scalar tier, and the `pulp` tier (on a
 //! wrapper of whichever `pulp::Simd` architecture `pulp` dispatches to). One skeleton
 //! (`segment_loop`: chunks, bounds, row location, sink) serves all four tiers and both fixed
-//! and runtime ranks, with the column work (`FixedColumns`, `DynColumns`) as the varying part.
+//! and runtime ranks, with the column work ([`super::columns`]: a fixed rank, register tiles
+//! for any rank, or the runtime-rank pieces) as the varying part.
 //! The bodies are `#[inline(always)]`; the ISA modules wrap them in `#[target_feature]` entry
 //! points (`isa_kernels!`), `pulp` in its own `WithSimd` dispatch, where the intrinsics and
 //! BMI2 `pext` inline.
@@ -13,15 +14,10 @@
 //! registers, then `out = fma(acc, U_last(i_last, :), out)` into a plain output row, or
 //! `acc * U_last` handed to [`RowSink::add`] when the update must be atomic.
 
+use super::columns::{Columns, DynColumns, FixedColumns, TiledColumns, VecColumns};
 use super::{first_out_of_range, Bounds, FixedModes, KernelError, Locate, Others, SegmentInput};
 use crate::decode::{Decode, HwBits, ModeDecode, MAX_ORDER};
 use crate::sink::{RowSink, RowWindow};
-
-/// Largest fixed rank: the atomic path stages one row of this many values on the stack.
-const MAX_FIXED_RANK: usize = 64;
-
-/// Vectors per column piece in the runtime-rank body.
-const DYN_PIECE: usize = 4;
 
 /// Nonzeros whose coordinates are validated together (see [`Bounds`]) before the inner loop
 /// runs over them without bounds checks; small enough that the chunk's indices stay in L1.
@@ -33,6 +29,12 @@ pub(crate) trait SimdF64: Copy {
     const LANES: usize;
     /// The register type.
     type V: Copy;
+    /// The same ISA on vectors of half the lanes (one lane: itself): the tiled kernels' tails
+    /// run on it instead of masked loads and stores (see [`super::columns`]).
+    type Half: SimdF64;
+
+    /// The token of the half-width vectors (the same proof: a narrower register of the ISA).
+    fn half(self) -> Self::Half;
 
     fn splat(self, x: f64) -> Self::V;
     fn mul(self, a: Self::V, b: Self::V) -> Self::V;
@@ -60,7 +62,7 @@ pub(crate) trait SimdF64: Copy {
 /// # Safety
 /// Every pointer in `rows` must be valid for reading `off + P * LANES` doubles.
 #[inline(always)]
-unsafe fn product<T: SimdF64, const P: usize>(
+pub(crate) unsafe fn product<T: SimdF64, const P: usize>(
     simd: T,
     v: f64,
     rows: &[*const f64],
@@ -72,26 +74,6 @@ unsafe fn product<T: SimdF64, const P: usize>(
             // SAFETY: the caller guarantees the row holds `off + P * LANES` doubles.
             *a = simd.mul(*a, unsafe { simd.load(row.add(off + c * T::LANES)) });
         }
-    }
-    acc
-}
-
-/// [`product`] for a partial vector of `n < LANES` columns (masked loads).
-///
-/// # Safety
-/// Every pointer in `rows` must be valid for reading `off + n` doubles; `0 < n < LANES`.
-#[inline(always)]
-unsafe fn product_part<T: SimdF64>(
-    simd: T,
-    v: f64,
-    rows: &[*const f64],
-    off: usize,
-    n: usize,
-) -> T::V {
-    let mut acc = simd.splat(v);
-    for &row in rows {
-        // SAFETY: as the caller guarantees.
-        acc = simd.mul(acc, unsafe { simd.load_part(row.add(off), n) });
     }
     acc
 }
@@ -109,26 +91,25 @@ fn window_of<S: RowSink>(sink: &mut S, rank: usize) -> Result<RowWindow, KernelE
     Ok(window)
 }
 
-/// Rank fixed at compile time: `BLOCKS` blocks of `NV` vectors (`rank = BLOCKS * NV * LANES`),
-/// each block's accumulators live in registers for the whole nonzero; the column loop is
-/// fully unrolled. `N > 0` also fixes the number of non-target modes (order `N + 1`), which
-/// unrolls the decode and product loops and keeps the decoders in registers; `N = 0` takes the
-/// order from the input.
+/// The per-nonzero loop with column work `cols` (a fixed rank, tiles, or pieces). `N > 0` also
+/// fixes the number of non-target modes (order `N + 1`), which unrolls the decode and product
+/// loops and keeps the decoders in registers; `N = 0` takes the order from the input.
 #[inline(always)]
-pub(crate) fn fixed_body<T, I, D, S, const NV: usize, const BLOCKS: usize, const N: usize>(
+pub(crate) fn body<T, I, D, S, C, const N: usize>(
     simd: T,
     input: &SegmentInput<'_, I>,
     dec: &D,
     sink: &mut S,
+    cols: C,
 ) -> Result<(), KernelError>
 where
     T: SimdF64,
     I: HwBits,
     D: Decode<I>,
     S: RowSink,
+    C: Columns<T>,
 {
-    let cols = FixedColumns::<NV, BLOCKS>;
-    let rank = <FixedColumns<NV, BLOCKS> as Columns<T>>::rank(&cols);
+    let rank = cols.rank();
     debug_assert_eq!(rank, input.rank, "run_segment checks the rank");
     let others = Others::new(input, dec, rank);
     // Prefetching (for factors beyond L2) is a separate loop so the common case carries no
@@ -150,8 +131,7 @@ where
     }
 }
 
-/// Any rank: pieces of [`DYN_PIECE`] vectors, then single vectors, then one masked partial
-/// vector for the last `rank % LANES` columns.
+/// Any rank in pieces with a masked tail, for every order: the runtime-rank fallback.
 #[inline(always)]
 pub(crate) fn dyn_body<T, I, D, S>(
     simd: T,
@@ -165,13 +145,7 @@ where
     D: Decode<I>,
     S: RowSink,
 {
-    let cols = DynColumns::new::<T>(input.rank);
-    let others = Others::new(input, dec, input.rank);
-    if input.prefetch > 0 {
-        segment_loop::<T, I, D, S, _, _, true>(simd, input, dec, sink, &others, cols)
-    } else {
-        segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &others, cols)
-    }
+    body::<T, I, D, S, _, 0>(simd, input, dec, sink, DynColumns::new::<T>(input.rank))
 }
 
 /// The one per-nonzero skeleton of every tier built on [`SimdF64`]: chunks of [`CHUNK`]
@@ -210,7 +184,9 @@ where
         if !bounds.check(xs) {
             return Err(first_out_of_range(input, dec, xs, &window));
         }
-        for (k, (&x, &v)) in xs.iter().zip(vs).enumerate() {
+        let vs = &vs[..xs.len()];
+        for k in 0..xs.len() {
+            let (x, v) = (xs[k], vs[k]);
             if PF {
                 if let Some(&ahead) = input.idx.get(c * CHUNK + k + dist) {
                     others.prefetch(ahead, rank);
@@ -239,236 +215,31 @@ where
     Ok(())
 }
 
-/// The column work of one nonzero, the part of [`segment_loop`] that varies with the rank:
-/// `out += v * prod(heads) * last` over the `rank` columns.
-pub(crate) trait Columns<T: SimdF64>: Copy {
-    /// The number of columns.
-    fn rank(&self) -> usize;
-
-    /// Adds the contribution into the plain row `out`.
-    ///
-    /// # Safety
-    /// Every pointer in `heads`, and `last`, must be valid for reading `rank` doubles; `out`
-    /// for reading and writing `rank` doubles, with no other access to them meanwhile.
-    unsafe fn fma_into(
-        &self,
-        simd: T,
-        v: f64,
-        heads: &[*const f64],
-        last: *const f64,
-        out: *mut f64,
-    );
-
-    /// Forms the contribution in a stack buffer and hands it to [`RowSink::add`].
-    ///
-    /// # Safety
-    /// Every pointer in `heads`, and `last`, must be valid for reading `rank` doubles.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn add_staged<S: RowSink>(
-        &self,
-        simd: T,
-        v: f64,
-        heads: &[*const f64],
-        last: *const f64,
-        sink: &mut S,
-        target: u64,
-        boundary: bool,
-    );
-}
-
-/// A compile-time rank: `BLOCKS` blocks of `NV` vectors, each block's accumulators in
-/// registers, fully unrolled.
-#[derive(Clone, Copy)]
-pub(crate) struct FixedColumns<const NV: usize, const BLOCKS: usize>;
-
-impl<T: SimdF64, const NV: usize, const BLOCKS: usize> Columns<T> for FixedColumns<NV, BLOCKS> {
-    #[inline(always)]
-    fn rank(&self) -> usize {
-        NV * T::LANES * BLOCKS
-    }
-
-    #[inline(always)]
-    unsafe fn fma_into(
-        &self,
-        simd: T,
-        v: f64,
-        heads: &[*const f64],
-        last: *const f64,
-        out: *mut f64,
-    ) {
-        let block = NV * T::LANES;
-        for b in 0..BLOCKS {
-            // SAFETY: `b * block + NV * LANES <= rank`, which the caller's rows hold.
-            let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
-            for (c, a) in acc.into_iter().enumerate() {
-                let off = b * block + c * T::LANES;
-                // SAFETY: `off + LANES <= rank`: within `last` and `out`, as the caller
-                // guarantees.
-                unsafe {
-                    let y = simd.fmadd(a, simd.load(last.add(off)), simd.load(out.add(off)));
-                    simd.store(out.add(off), y);
-                }
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn add_staged<S: RowSink>(
-        &self,
-        simd: T,
-        v: f64,
-        heads: &[*const f64],
-        last: *const f64,
-        sink: &mut S,
-        target: u64,
-        boundary: bool,
-    ) {
-        let block = NV * T::LANES;
-        let rank = block * BLOCKS;
-        // A runtime check, not a `const` assertion: the `pulp` tier picks `NV` and `BLOCKS` by
-        // the lane count at run time, so layouts too wide for some `T` are instantiated (never
-        // run) too. The operands are constants: the check folds away where it holds.
-        assert!(
-            rank <= MAX_FIXED_RANK,
-            "fixed rank {rank} over {MAX_FIXED_RANK}"
-        );
-        let mut row = [0.0f64; MAX_FIXED_RANK];
-        let r = row.as_mut_ptr();
-        for b in 0..BLOCKS {
-            // SAFETY: as in `fma_into`.
-            let acc = unsafe { product::<T, NV>(simd, v, heads, b * block) };
-            for (c, a) in acc.into_iter().enumerate() {
-                let off = b * block + c * T::LANES;
-                // SAFETY: `off + LANES <= rank <= MAX_FIXED_RANK`, within `row` and `last`.
-                unsafe { simd.store(r.add(off), simd.mul(a, simd.load(last.add(off)))) };
-            }
-        }
-        sink.add(target, 0, &row[..rank], boundary);
-    }
-}
-
-/// Any rank: pieces of [`DYN_PIECE`] vectors up to `pieces_end`, single vectors up to
-/// `vectors_end`, then a masked partial vector of `part` columns.
-#[derive(Clone, Copy)]
-pub(crate) struct DynColumns {
-    rank: usize,
-    pieces_end: usize,
-    vectors_end: usize,
-    part: usize,
-}
-
-impl DynColumns {
-    #[inline(always)]
-    fn new<T: SimdF64>(rank: usize) -> Self {
-        let piece = DYN_PIECE * T::LANES;
-        let vectors_end = rank - rank % T::LANES;
-        DynColumns {
-            rank,
-            pieces_end: rank - rank % piece,
-            vectors_end,
-            part: rank - vectors_end,
-        }
-    }
-}
-
-impl<T: SimdF64> Columns<T> for DynColumns {
-    #[inline(always)]
-    fn rank(&self) -> usize {
-        self.rank
-    }
-
-    // SAFETY (every block below): the column ranges stay below `rank`, which the caller's
-    // rows hold; `part < LANES` columns are accessed with masked operations.
-    #[inline(always)]
-    unsafe fn fma_into(
-        &self,
-        simd: T,
-        v: f64,
-        heads: &[*const f64],
-        last: *const f64,
-        out: *mut f64,
-    ) {
-        let piece = DYN_PIECE * T::LANES;
-        let mut col = 0;
-        while col < self.pieces_end {
-            let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
-            for (c, a) in acc.into_iter().enumerate() {
-                let off = col + c * T::LANES;
-                unsafe {
-                    let y = simd.fmadd(a, simd.load(last.add(off)), simd.load(out.add(off)));
-                    simd.store(out.add(off), y);
-                }
-            }
-            col += piece;
-        }
-        while col < self.vectors_end {
-            let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
-            unsafe {
-                let y = simd.fmadd(a, simd.load(last.add(col)), simd.load(out.add(col)));
-                simd.store(out.add(col), y);
-            }
-            col += T::LANES;
-        }
-        let part = self.part;
-        if part > 0 {
-            unsafe {
-                let a = product_part(simd, v, heads, col, part);
-                let l = simd.load_part(last.add(col), part);
-                let y = simd.fmadd(a, l, simd.load_part(out.add(col), part));
-                simd.store_part(out.add(col), part, y);
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn add_staged<S: RowSink>(
-        &self,
-        simd: T,
-        v: f64,
-        heads: &[*const f64],
-        last: *const f64,
-        sink: &mut S,
-        target: u64,
-        boundary: bool,
-    ) {
-        const { assert!(T::LANES <= 8) };
-        let piece = DYN_PIECE * T::LANES;
-        let mut buf = [0.0f64; DYN_PIECE * 8];
-        let b = buf.as_mut_ptr();
-        let mut col = 0;
-        while col < self.pieces_end {
-            // SAFETY: as in `fma_into`; `buf` holds `DYN_PIECE * LANES` doubles.
-            let acc = unsafe { product::<T, DYN_PIECE>(simd, v, heads, col) };
-            for (c, a) in acc.into_iter().enumerate() {
-                let off = c * T::LANES;
-                unsafe { simd.store(b.add(off), simd.mul(a, simd.load(last.add(col + off)))) };
-            }
-            sink.add(target, col, &buf[..piece], boundary);
-            col += piece;
-        }
-        while col < self.vectors_end {
-            // SAFETY: as above.
-            let [a] = unsafe { product::<T, 1>(simd, v, heads, col) };
-            unsafe { simd.store(b, simd.mul(a, simd.load(last.add(col)))) };
-            sink.add(target, col, &buf[..T::LANES], boundary);
-            col += T::LANES;
-        }
-        let part = self.part;
-        if part > 0 {
-            // SAFETY: as above, masked to `part` columns.
-            unsafe {
-                let a = product_part(simd, v, heads, col, part);
-                simd.store_part(b, part, simd.mul(a, simd.load_part(last.add(col), part)));
-            }
-            sink.add(target, col, &buf[..part], boundary);
-        }
-    }
-}
-
 /// Whether a kernel is also specialized for the order: [`ByOrder`] for the BMI2 decoder (its
 /// per-mode decode is one instruction, so unrolling the mode loops pays), [`AnyOrder`] for the
 /// bit-run decoder (whose decode cost dwarfs the loop overhead; fewer instantiations).
 pub(crate) trait OrderPolicy {
+    /// Whether this policy unrolls orders 3 to 5 (so the tiled kernels add their
+    /// compile-time tiles too).
+    const UNROLLS_ORDER: bool;
+
+    /// Runs the per-nonzero loop with column work `cols`.
+    fn run<T, I, D, S, C>(
+        simd: T,
+        input: &SegmentInput<'_, I>,
+        dec: &D,
+        sink: &mut S,
+        cols: C,
+    ) -> Result<(), KernelError>
+    where
+        T: SimdF64,
+        I: HwBits,
+        D: Decode<I>,
+        S: RowSink,
+        C: Columns<T>;
+
+    /// A compile-time rank of `BLOCKS` blocks of `NV` vectors.
+    #[inline(always)]
     fn fixed<T, I, D, S, const NV: usize, const BLOCKS: usize>(
         simd: T,
         input: &SegmentInput<'_, I>,
@@ -479,7 +250,150 @@ pub(crate) trait OrderPolicy {
         T: SimdF64,
         I: HwBits,
         D: Decode<I>,
-        S: RowSink;
+        S: RowSink,
+    {
+        Self::run(simd, input, dec, sink, FixedColumns::<NV, BLOCKS>)
+    }
+
+    /// Any rank as register tiles with a narrow-vector tail.
+    #[inline(always)]
+    fn tiled<T, I, D, S>(
+        simd: T,
+        input: &SegmentInput<'_, I>,
+        dec: &D,
+        sink: &mut S,
+    ) -> Result<(), KernelError>
+    where
+        T: SimdF64,
+        I: HwBits,
+        D: Decode<I>,
+        S: RowSink,
+    {
+        Self::run(simd, input, dec, sink, TiledColumns::new::<T>(input.rank))
+    }
+}
+
+/// The tiled kernels' body for any rank: one compile-time tile of `rank / LANES` vectors
+/// ([`VecColumns`], up to 8 vectors) plus the narrow tail, else tiles in a loop
+/// ([`TiledColumns`]). The compile-time tiles are instantiated only where they pay and the
+/// build can afford nine of them: with the order unrolled (`O = ByOrder`, the BMI2 decoder) for
+/// orders 3 and 4, without software prefetch; every other case runs the looped tiles, which
+/// compute the same thing.
+#[inline(always)]
+pub(crate) fn tiled_kernel<T, I, D, S, O>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+    O: OrderPolicy,
+{
+    let rank = input.rank;
+    let nv = rank / T::LANES;
+    if O::UNROLLS_ORDER && input.prefetch == 0 && nv <= 8 {
+        macro_rules! by_vectors {
+            ($n:literal) => {
+                match nv {
+                    0 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<0>::new::<T>(rank),
+                    ),
+                    1 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<1>::new::<T>(rank),
+                    ),
+                    2 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<2>::new::<T>(rank),
+                    ),
+                    3 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<3>::new::<T>(rank),
+                    ),
+                    4 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<4>::new::<T>(rank),
+                    ),
+                    5 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<5>::new::<T>(rank),
+                    ),
+                    6 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<6>::new::<T>(rank),
+                    ),
+                    7 => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<7>::new::<T>(rank),
+                    ),
+                    _ => unrolled::<T, I, D, S, _, $n>(
+                        simd,
+                        input,
+                        dec,
+                        sink,
+                        VecColumns::<8>::new::<T>(rank),
+                    ),
+                }
+            };
+        }
+        match input.factors.len() {
+            3 => return by_vectors!(2),
+            4 => return by_vectors!(3),
+            _ => {}
+        }
+    }
+    O::tiled(simd, input, dec, sink)
+}
+
+/// [`body`] for a fixed number `N >= 1` of other modes, without software prefetch.
+#[inline(always)]
+fn unrolled<T, I, D, S, C, const N: usize>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+    cols: C,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+    C: Columns<T>,
+{
+    debug_assert!(N >= 1 && input.prefetch == 0);
+    let others = Others::new(input, dec, cols.rank());
+    let modes = FixedModes::<_, N>::new(&others);
+    segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &modes, cols)
 }
 
 /// Orders 3, 4 and 5 get their own unrolled loops; other orders the runtime-order loops.
@@ -488,48 +402,57 @@ pub(crate) struct ByOrder;
 pub(crate) struct AnyOrder;
 
 impl OrderPolicy for ByOrder {
+    const UNROLLS_ORDER: bool = true;
+
     #[inline(always)]
-    fn fixed<T, I, D, S, const NV: usize, const BLOCKS: usize>(
+    fn run<T, I, D, S, C>(
         simd: T,
         input: &SegmentInput<'_, I>,
         dec: &D,
         sink: &mut S,
+        cols: C,
     ) -> Result<(), KernelError>
     where
         T: SimdF64,
         I: HwBits,
         D: Decode<I>,
         S: RowSink,
+        C: Columns<T>,
     {
         match input.factors.len() {
-            3 => fixed_body::<T, I, D, S, NV, BLOCKS, 2>(simd, input, dec, sink),
-            4 => fixed_body::<T, I, D, S, NV, BLOCKS, 3>(simd, input, dec, sink),
-            5 => fixed_body::<T, I, D, S, NV, BLOCKS, 4>(simd, input, dec, sink),
-            _ => fixed_body::<T, I, D, S, NV, BLOCKS, 0>(simd, input, dec, sink),
+            3 => body::<T, I, D, S, C, 2>(simd, input, dec, sink, cols),
+            4 => body::<T, I, D, S, C, 3>(simd, input, dec, sink, cols),
+            5 => body::<T, I, D, S, C, 4>(simd, input, dec, sink, cols),
+            _ => body::<T, I, D, S, C, 0>(simd, input, dec, sink, cols),
         }
     }
 }
 
 impl OrderPolicy for AnyOrder {
+    const UNROLLS_ORDER: bool = false;
+
     #[inline(always)]
-    fn fixed<T, I, D, S, const NV: usize, const BLOCKS: usize>(
+    fn run<T, I, D, S, C>(
         simd: T,
         input: &SegmentInput<'_, I>,
         dec: &D,
         sink: &mut S,
+        cols: C,
     ) -> Result<(), KernelError>
     where
         T: SimdF64,
         I: HwBits,
         D: Decode<I>,
         S: RowSink,
+        C: Columns<T>,
     {
-        fixed_body::<T, I, D, S, NV, BLOCKS, 0>(simd, input, dec, sink)
+        body::<T, I, D, S, C, 0>(simd, input, dec, sink, cols)
     }
 }
 
 /// Defines the kernels of one explicit ISA from its token type, its target features and the
-/// names of its entry points (one per rank variant, named like the kernel: `avx2_r16`): each
+/// names of its entry points (one per rank variant, named like the kernel: `avx2_r16`,
+/// `avx2_tiled`, `avx2_rdyn`): each
 /// a `#[target_feature]`, `#[inline(never)]` wrapper (one symbol per kernel, which the
 /// disassembly test finds by name) around the `#[inline(always)]` generic bodies; and the
 /// module's `run`, which picks the entry point for a [`RankSpec`](super::RankSpec).
@@ -538,6 +461,7 @@ macro_rules! isa_kernels {
         token: $tok:ty,
         features: $features:literal,
         fixed: { $($name:ident => $rank:literal = <$nv:literal, $blocks:literal>,)* }
+        tiled: $tiled_name:ident,
         dynamic: $dyn_name:ident $(,)?
     ) => {
         $(
@@ -558,6 +482,24 @@ macro_rules! isa_kernels {
                 O::fixed::<$tok, I, D, S, $nv, $blocks>(tok, input, dec, sink)
             }
         )*
+
+        /// Any rank, as register tiles with a narrow-vector tail.
+        #[target_feature(enable = $features)]
+        #[inline(never)]
+        pub(crate) fn $tiled_name<I, D, S, O>(
+            tok: $tok,
+            input: &$crate::mttkrp::SegmentInput<'_, I>,
+            dec: &D,
+            sink: &mut S,
+        ) -> Result<(), $crate::mttkrp::KernelError>
+        where
+            I: $crate::decode::HwBits,
+            D: $crate::decode::Decode<I>,
+            S: $crate::sink::RowSink,
+            O: $crate::mttkrp::vector::OrderPolicy,
+        {
+            $crate::mttkrp::vector::tiled_kernel::<$tok, I, D, S, O>(tok, input, dec, sink)
+        }
 
         /// The runtime-rank kernel.
         #[target_feature(enable = $features)]
@@ -595,6 +537,7 @@ macro_rules! isa_kernels {
             unsafe {
                 match spec {
                     $(RankSpec::Fixed($rank) => $name::<I, D, S, O>(tok, input, dec, sink),)*
+                    RankSpec::Tiled => $tiled_name::<I, D, S, O>(tok, input, dec, sink),
                     RankSpec::Fixed(_) | RankSpec::Dynamic => $dyn_name(tok, input, dec, sink),
                 }
             }
