@@ -133,7 +133,7 @@ fn readme_text(s: &Settings, m: &Machine, res: &Results) -> String {
     let _ = writeln!(
         t,
         "- Roofline bound: max(flops / peak of the kernel's ISA, model best-case bytes / DRAM \
-         triad bandwidth); ceilings {}:",
+         triad bandwidth); above 100% where the tensor and factors stay in cache; ceilings {}:",
         m.bounds.source
     );
     for c in &m.bounds.ceilings {
