@@ -147,6 +147,9 @@ pub fn run(s: &Settings, progress: &Progress) -> Result<()> {
             );
         }
     }
+    // Absolute paths in the report (and for the runs, whatever the working directory).
+    let old = std::fs::canonicalize(&old).unwrap_or(old);
+    let new = std::fs::canonicalize(&s.new).unwrap_or_else(|_| s.new.clone());
     let (work, temporary) = match &s.work {
         Some(w) => (w.clone(), false),
         None => (
@@ -157,7 +160,7 @@ pub fn run(s: &Settings, progress: &Progress) -> Result<()> {
     let json_dir = work.join("json");
     std::fs::create_dir_all(&json_dir)
         .with_context(|| format!("creating {}", json_dir.display()))?;
-    let result = compare_in(s, &old, &work, &json_dir, progress);
+    let result = compare_in(s, &old, &new, &work, &json_dir, progress);
     if temporary {
         let _ = std::fs::remove_dir_all(&work);
     }
@@ -167,6 +170,7 @@ pub fn run(s: &Settings, progress: &Progress) -> Result<()> {
 fn compare_in(
     s: &Settings,
     old: &Path,
+    new: &Path,
     work: &Path,
     json_dir: &Path,
     progress: &Progress,
@@ -195,7 +199,7 @@ fn compare_in(
                     let stem = format!("{}-r{rank}-t{threads}-{kernel}", spec.name);
                     let mut files: [Vec<PathBuf>; 2] = [Vec::new(), Vec::new()];
                     for rep in 0..s.reps {
-                        for (side, bin) in [(0, old), (1, s.new.as_path())] {
+                        for (side, bin) in [(0, old), (1, new)] {
                             let label = ["old", "new"][side];
                             let out = json_dir.join(format!("{stem}-{label}-{rep}.json"));
                             run_alto(bin, &tns, rank, threads, kernel, s.iters, &out)?;
@@ -236,7 +240,7 @@ fn compare_in(
     }
     bar.finish_and_clear();
     write_csv(&s.out.join(COMPARE_CSV), &rows)?;
-    let md = markdown(s, old, &stamps, &rows);
+    let md = markdown(s, old, new, &stamps, &rows);
     let path = s.out.join(COMPARE_MD);
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
     progress.log(&format!(
@@ -308,6 +312,7 @@ fn stamp_line(r: &Option<RecordJson>) -> String {
 pub fn markdown(
     s: &Settings,
     old: &Path,
+    new: &Path,
     stamps: &(Option<RecordJson>, Option<RecordJson>),
     rows: &[CompareRow],
 ) -> String {
@@ -323,7 +328,7 @@ pub fn markdown(
     let _ = writeln!(
         t,
         "- New: `{}`, commit {}",
-        s.new.display(),
+        new.display(),
         stamp_line(&stamps.1)
     );
     let cpu = stamps.1.as_ref().map_or("?", |r| r.cpu_model.as_str());
