@@ -230,7 +230,8 @@ pub fn host_name() -> String {
     sanitize(raw.trim())
 }
 
-fn sanitize(s: &str) -> String {
+/// `s` made safe for a path component (anything but `[A-Za-z0-9._-]` becomes `_`).
+pub fn sanitize(s: &str) -> String {
     let t: String = s
         .chars()
         .map(|c| {

@@ -11,11 +11,15 @@
 //! `reports/.cache` so an interrupted run resumes where it stopped; the figures then render
 //! ([`plot`]) and write `reports/<figure>/<host>/{<figure>.png, <figure>.csv, record.json}`;
 //! [`summary`] writes `reports/SUMMARY.md`.
+//!
+//! [`perf`] is the performance suite (`perf-suite`): MTTKRP and construction timings per
+//! shape, rank, mode and kernel, or two `alto` binaries compared in one run.
 
 pub mod config;
 pub mod figures;
 pub mod formats;
 pub mod measure;
+pub mod perf;
 pub mod plot;
 pub mod record;
 pub mod run;

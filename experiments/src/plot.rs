@@ -15,9 +15,9 @@ use std::sync::Once;
 
 /// DejaVu Sans 2.37 (Debian `fonts-dejavu-core`); licence in `assets/fonts/DejaVu-LICENSE.txt`.
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
-const FAMILY: &str = "sans-serif";
+pub(crate) const FAMILY: &str = "sans-serif";
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_err() {
@@ -188,7 +188,7 @@ pub fn render(fig: &Figure, path: &Path) -> Result<()> {
 
 /// Encodes RGB pixels as a PNG: indexed colour when the image has at most 256 colours (bar
 /// charts usually do), best compression; figures stay small enough to commit.
-fn write_png(path: &Path, rgb: &[u8], width: u32, height: u32) -> Result<()> {
+pub(crate) fn write_png(path: &Path, rgb: &[u8], width: u32, height: u32) -> Result<()> {
     use std::collections::HashMap;
     let file = std::fs::File::create(path)
         .map_err(|e| anyhow!("cannot create {}: {e}", path.display()))?;
@@ -299,7 +299,7 @@ fn draw_figure(
     Ok(())
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(crate) fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plotting: {e:?}")
 }
 

@@ -1,7 +1,12 @@
 //! Parallel MTTKRP on an ALTO tensor: segments run in parallel on a caller-owned rayon pool,
 //! conflicts resolved by pull-based staging, atomics or flag-guided atomics.
+//!
+//! [`mttkrp_profiled`] also reports where the call's time went ([`PhaseTimes`]); the plain
+//! entry points run the same code with the timing compiled out.
 
 use super::oracle::check_factors;
+pub use super::phases::PhaseTimes;
+use super::phases::{Clock, NoClock, Phase, Recorder};
 use super::strategy::{exclusive_intervals, resolve_sync, ConflictResolution, SyncChoice};
 use crate::dispatch::{default_decode, KernelChoice};
 use crate::error::{AltoError, Result};
@@ -13,6 +18,7 @@ use alto_kernels::{
     PlainRows, SegmentInput, DEFAULT_PREFETCH,
 };
 use rayon::prelude::*;
+use std::time::Instant;
 
 /// What to run; every field can force a branch the heuristics would not take.
 #[derive(Clone, Copy, Debug, Default)]
@@ -111,6 +117,31 @@ pub fn mttkrp(
     with_alto!(t, x => mttkrp_alto(x, factors, mode, out, opts, ws, pool))
 }
 
+/// [`mttkrp`] that also reports, when `times` is given, where the call's time went (zeroing,
+/// staging, kernels, pull reduction, fork/join; see [`PhaseTimes`]). `times` is overwritten.
+/// With `None` it is [`mttkrp`].
+#[allow(clippy::too_many_arguments)]
+pub fn mttkrp_profiled(
+    t: &AnyAlto,
+    factors: &[Matrix],
+    mode: usize,
+    out: &mut Matrix,
+    opts: &MttkrpOptions,
+    ws: &mut Workspace,
+    pool: &rayon::ThreadPool,
+    times: Option<&mut PhaseTimes>,
+) -> Result<MttkrpRun> {
+    with_alto!(t, x => mttkrp_alto_profiled(x, factors, mode, out, opts, ws, pool, times))
+}
+
+/// [`default_decode`], detected once per process: it reads `cpuid`, which traps to the
+/// hypervisor in a virtual machine (about 40 us per call measured on a 2-core EPYC VM, a
+/// per-call cost `mttkrp_profiled` showed as `other`).
+fn cached_default_decode() -> DecodeKind {
+    static DECODE: std::sync::OnceLock<DecodeKind> = std::sync::OnceLock::new();
+    *DECODE.get_or_init(default_decode)
+}
+
 /// The plan for one call: which strategy and kernel run, checked before any work.
 pub fn plan<I: HwBits>(
     t: &AltoTensor<I>,
@@ -128,7 +159,7 @@ pub fn plan<I: HwBits>(
     let kernel = opts.kernel.resolve(rank)?;
     let decode = match opts.decode {
         Some(d) => d,
-        None => default_decode(),
+        None => cached_default_decode(),
     };
     let decode_kind = t.decoder(decode).kind(); // Pext falls back to Runs without BMI2
     Ok(MttkrpRun {
@@ -149,6 +180,46 @@ pub fn mttkrp_alto<I: HwBits>(
     opts: &MttkrpOptions,
     ws: &mut Workspace,
     pool: &rayon::ThreadPool,
+) -> Result<MttkrpRun> {
+    drive(t, factors, mode, out, opts, ws, pool, &NoClock)
+}
+
+/// The generic driver behind [`mttkrp_profiled`].
+#[allow(clippy::too_many_arguments)]
+pub fn mttkrp_alto_profiled<I: HwBits>(
+    t: &AltoTensor<I>,
+    factors: &[Matrix],
+    mode: usize,
+    out: &mut Matrix,
+    opts: &MttkrpOptions,
+    ws: &mut Workspace,
+    pool: &rayon::ThreadPool,
+    times: Option<&mut PhaseTimes>,
+) -> Result<MttkrpRun> {
+    let Some(times) = times else {
+        return drive(t, factors, mode, out, opts, ws, pool, &NoClock);
+    };
+    let start = Instant::now();
+    let rec = Recorder::new(pool.current_num_threads());
+    let run = drive(t, factors, mode, out, opts, ws, pool, &rec)?;
+    *times = PhaseTimes {
+        total: start.elapsed().as_secs_f64(),
+        ..rec.totals()
+    };
+    Ok(run)
+}
+
+/// The driver, reporting each parallel region's work to `clock`.
+#[allow(clippy::too_many_arguments)]
+fn drive<I: HwBits, C: Clock>(
+    t: &AltoTensor<I>,
+    factors: &[Matrix],
+    mode: usize,
+    out: &mut Matrix,
+    opts: &MttkrpOptions,
+    ws: &mut Workspace,
+    pool: &rayon::ThreadPool,
+    clock: &C,
 ) -> Result<MttkrpRun> {
     let rank = check_factors(t.dims(), factors, mode)?;
     if out.rows() as u64 != t.dims()[mode] || out.cols() != rank {
@@ -181,47 +252,79 @@ pub fn mttkrp_alto<I: HwBits>(
     };
     let kernel = run.kernel;
     let parts = t.num_partitions();
-    pool.install(|| -> Result<()> {
-        out.as_mut_slice()
-            .par_chunks_mut(1 << 14)
-            .for_each(|c| c.fill(0.0));
+    let mut body = || -> Result<()> {
+        let region = clock.now();
+        out.as_mut_slice().par_chunks_mut(1 << 14).for_each(|c| {
+            let t0 = clock.now();
+            c.fill(0.0);
+            clock.busy(Phase::ZeroOutput, t0);
+        });
+        clock.end_region(region);
         match run.sync {
-            ConflictResolution::Pull => pull(t, mode, rank, out, ws, &|p, sink| {
-                run_segment(kernel, &decoder, &input_of(p), sink)
-            }),
+            ConflictResolution::Pull => pull(
+                t,
+                mode,
+                rank,
+                out,
+                ws,
+                &|p, sink| run_segment(kernel, &decoder, &input_of(p), sink),
+                clock,
+            ),
             ConflictResolution::Atomic => {
                 let cells = as_atomic(out.as_mut_slice());
-                (0..parts).into_par_iter().try_for_each(|p| {
-                    run_segment(
+                let region = clock.now();
+                let done = (0..parts).into_par_iter().try_for_each(|p| {
+                    let t0 = clock.now();
+                    let r = run_segment(
                         kernel,
                         &decoder,
                         &input_of(p),
                         &mut AtomicRows::new(cells, rank),
-                    )
-                })?;
+                    );
+                    clock.busy(Phase::Kernel, t0);
+                    r
+                });
+                clock.end_region(region);
+                done?;
                 Ok(())
             }
             ConflictResolution::Flagged => {
                 let cells = as_atomic(out.as_mut_slice());
-                (0..parts).into_par_iter().try_for_each(|p| {
+                let region = clock.now();
+                let done = (0..parts).into_par_iter().try_for_each(|p| {
+                    let t0 = clock.now();
                     // SAFETY: each segment gets its own sink, and the flags are exact for these
                     // segments: an `AltoTensor` is made only by `build` / `repartition`, which set
                     // them from the current bounds, or by `from_stored`, which recomputes and
                     // compares them (a `.alto` file cannot smuggle in a cleared flag).
                     let mut sink = unsafe { FlaggedRows::new(cells, rank) };
-                    run_segment(kernel, &decoder, &input_of(p), &mut sink)
-                })?;
+                    let r = run_segment(kernel, &decoder, &input_of(p), &mut sink);
+                    clock.busy(Phase::Kernel, t0);
+                    r
+                });
+                clock.end_region(region);
+                done?;
                 Ok(())
             }
         }
-    })?;
+    };
+    // Entering and leaving the pool (waking its workers, handing the result back) is fork/join
+    // overhead too.
+    let entered = clock.now();
+    let (done, left) = pool.install(|| {
+        clock.overhead(entered);
+        let r = body();
+        (r, clock.now())
+    });
+    clock.overhead(left);
+    done?;
     Ok(run)
 }
 
 /// Pull-based staging: segments whose mode interval overlaps no other segment's write the
 /// output directly; the others accumulate into private staging rows, then each output row
 /// pulls the staged rows that cover it.
-fn pull<I: HwBits>(
+fn pull<I: HwBits, C: Clock>(
     t: &AltoTensor<I>,
     mode: usize,
     rank: usize,
@@ -229,6 +332,7 @@ fn pull<I: HwBits>(
     ws: &mut Workspace,
     run: &(dyn Fn(usize, &mut PlainRows<'_>) -> std::result::Result<(), alto_kernels::KernelError>
           + Sync),
+    clock: &C,
 ) -> Result<()> {
     let parts = t.num_partitions();
     let intervals: Vec<Option<(u64, u64)>> = (0..parts).map(|p| t.interval(p, mode)).collect();
@@ -280,14 +384,22 @@ fn pull<I: HwBits>(
     let direct_tasks = direct
         .par_iter_mut()
         .map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, false));
-    staged_tasks
+    let region = clock.now();
+    let done = staged_tasks
         .chain(direct_tasks)
         .try_for_each(|(p, lo, buf, needs_zero)| {
             if needs_zero {
+                let t0 = clock.now();
                 buf.fill(0.0); // the output itself was zeroed by the caller
+                clock.busy(Phase::ZeroStaging, t0);
             }
-            run(p, &mut PlainRows::new(buf, lo, rank))
-        })?;
+            let t0 = clock.now();
+            let r = run(p, &mut PlainRows::new(buf, lo, rank));
+            clock.busy(Phase::Kernel, t0);
+            r
+        });
+    clock.end_region(region);
+    done?;
     drop(direct);
     if staged.is_empty() {
         return Ok(());
@@ -299,10 +411,12 @@ fn pull<I: HwBits>(
         .map(|(_, lo, hi, buf)| (*lo, *hi, &**buf))
         .collect();
     let block_rows = 256usize;
+    let region = clock.now();
     out.as_mut_slice()
         .par_chunks_mut(block_rows * rank)
         .enumerate()
         .for_each(|(b, block)| {
+            let t0 = clock.now();
             let first = (b * block_rows) as u64;
             let last = first + (block.len() / rank) as u64 - 1;
             for &(lo, hi, buf) in &staged_bufs {
@@ -316,6 +430,94 @@ fn pull<I: HwBits>(
                     *d += *s;
                 }
             }
+            clock.busy(Phase::Pull, t0);
         });
+    clock.end_region(region);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::BuildOptions;
+    use crate::mttkrp::SyncChoice;
+
+    /// Profiled calls compute what plain calls do, for every strategy and thread count, and
+    /// their phases are non-negative and fit in the call's measured wall time.
+    #[test]
+    fn profiled_calls_match_and_their_phases_fit_the_wall_time() {
+        let coo = crate::gen::hierarchical(&[300, 200, 50], 20_000, 1.0, 1.0, 3).unwrap();
+        let rank = 9;
+        let factors: Vec<Matrix> = coo
+            .dims()
+            .iter()
+            .enumerate()
+            .map(|(m, &d)| Matrix::random(d as usize, rank, 7 + m as u64))
+            .collect();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            // Every mode below the reuse threshold: every mode gets a flag bit.
+            let opts = BuildOptions {
+                partitions: threads,
+                min_fiber_reuse: u64::MAX,
+                ..Default::default()
+            };
+            let (t, _) = pool.install(|| AnyAlto::build(&coo, &opts)).unwrap();
+            let mut ws = Workspace::new(&t, rank);
+            for sync in [
+                ConflictResolution::Pull,
+                ConflictResolution::Atomic,
+                ConflictResolution::Flagged,
+            ] {
+                let opts = MttkrpOptions {
+                    sync: SyncChoice::Force(sync),
+                    ..Default::default()
+                };
+                for mode in 0..t.order() {
+                    let rows = t.dims()[mode] as usize;
+                    let mut plain = Matrix::zeros(rows, rank);
+                    let want =
+                        mttkrp(&t, &factors, mode, &mut plain, &opts, &mut ws, &pool).unwrap();
+                    let mut got = Matrix::zeros(rows, rank);
+                    // Garbage in the output must be zeroed by the profiled call too.
+                    got.as_mut_slice().fill(f64::NAN);
+                    let mut times = PhaseTimes::default();
+                    let start = Instant::now();
+                    let run = mttkrp_profiled(
+                        &t,
+                        &factors,
+                        mode,
+                        &mut got,
+                        &opts,
+                        &mut ws,
+                        &pool,
+                        Some(&mut times),
+                    )
+                    .unwrap();
+                    let wall = start.elapsed().as_secs_f64();
+                    assert_eq!(run, want);
+                    let scale = plain.as_slice().iter().fold(1.0f64, |a, x| a.max(x.abs()));
+                    let diff = got.max_abs_diff(&plain);
+                    assert!(diff <= 1e-12 * scale, "{sync} mode {mode}: {diff}");
+                    let ctx = format!("{sync}, mode {mode}, {threads} threads: {times:?}");
+                    assert!(times.values().iter().all(|&v| v >= 0.0), "{ctx}");
+                    assert!(times.total <= wall, "{ctx}, wall {wall}");
+                    // Microseconds of rounding in the per-worker sums at most.
+                    assert!(times.phases_sum() <= wall + 1e-4, "{ctx}, wall {wall}");
+                    assert!(times.kernel > 0.0, "{ctx}");
+                    if run.sync != ConflictResolution::Pull {
+                        assert_eq!((times.zero_staging, times.pull), (0.0, 0.0), "{ctx}");
+                    }
+                    // `None` is the plain call.
+                    let mut again = Matrix::zeros(rows, rank);
+                    mttkrp_profiled(&t, &factors, mode, &mut again, &opts, &mut ws, &pool, None)
+                        .unwrap();
+                    assert!(again.max_abs_diff(&plain) <= 1e-12 * scale);
+                }
+            }
+        }
+    }
 }

@@ -2,10 +2,15 @@
 
 pub mod driver;
 pub mod oracle;
+pub mod phases;
 pub mod strategy;
 
-pub use driver::{mttkrp, mttkrp_alto, plan, staging_len, MttkrpOptions, MttkrpRun, Workspace};
+pub use driver::{
+    mttkrp, mttkrp_alto, mttkrp_alto_profiled, mttkrp_profiled, plan, staging_len, MttkrpOptions,
+    MttkrpRun, Workspace,
+};
 pub use oracle::{check_factors, compare_with_oracle, mttkrp_oracle};
+pub use phases::PhaseTimes;
 pub use strategy::{
     choose_sync, exclusive_intervals, resolve_sync, ConflictResolution, SyncChoice,
 };
