@@ -20,6 +20,7 @@
 
 use super::vector::{product, SimdF64};
 use crate::sink::RowSink;
+use core::mem::MaybeUninit;
 
 /// Largest fixed rank: the atomic path stages one row of this many values on the stack.
 const MAX_FIXED_RANK: usize = 64;
@@ -236,8 +237,10 @@ impl<T: SimdF64, const NV: usize> Columns<T> for VecColumns<NV> {
         boundary: bool,
     ) {
         const { assert!(T::LANES <= 8) };
-        let mut buf = [0.0f64; (TILE + 1) * 8];
-        let b = buf.as_mut_ptr();
+        // Uninitialized: zeroing it would be a `memset` per nonzero; every column read below
+        // is written first.
+        let mut buf = [MaybeUninit::<f64>::uninit(); (TILE + 1) * 8];
+        let b = buf.as_mut_ptr().cast::<f64>();
         if NV > 0 {
             unsafe { tile_stage::<T, NV>(simd, v, heads, last, b, 0) };
         }
@@ -252,7 +255,10 @@ impl<T: SimdF64, const NV: usize> Columns<T> for VecColumns<NV> {
             unsafe { for_narrow(simd, self.part, &mut step) };
         }
         let rank = <Self as Columns<T>>::rank(self);
-        sink.add(target, 0, &buf[..rank], boundary);
+        // SAFETY: the tile wrote columns `0 .. NV * LANES` of `buf` and the tail the `part`
+        // after them: `rank <= (TILE + 1) * 8` initialized doubles.
+        let row = unsafe { core::slice::from_raw_parts(b, rank) };
+        sink.add(target, 0, row, boundary);
     }
 }
 
@@ -448,12 +454,16 @@ impl<T: SimdF64> Columns<T> for TiledColumns {
         boundary: bool,
     ) {
         const { assert!(T::LANES <= 8) };
-        let mut buf = [0.0f64; TILE * 8];
-        let b = buf.as_mut_ptr();
+        // Uninitialized (no `memset` per nonzero): each `sink.add` below reads only the
+        // columns the tiles just wrote.
+        let mut buf = [MaybeUninit::<f64>::uninit(); TILE * 8];
+        let b = buf.as_mut_ptr().cast::<f64>();
         let mut col = 0;
         for _ in 0..self.full {
             unsafe { tile_stage::<T, TILE>(simd, v, heads, last, b, col) };
-            sink.add(target, col, &buf[..TILE * T::LANES], boundary);
+            // SAFETY: the tile wrote `TILE * LANES <= TILE * 8` doubles of `buf`.
+            let row = unsafe { core::slice::from_raw_parts(b, TILE * T::LANES) };
+            sink.add(target, col, row, boundary);
             col += TILE * T::LANES;
         }
         let rest = self.rest * T::LANES;
@@ -470,7 +480,9 @@ impl<T: SimdF64> Columns<T> for TiledColumns {
             if self.rest & 1 != 0 {
                 unsafe { tile_stage::<T, 1>(simd, v, heads, last, b.add(at), col + at) };
             }
-            sink.add(target, col, &buf[..rest], boundary);
+            // SAFETY: the 4-, 2- and 1-vector tiles wrote `rest` doubles of `buf`, in order.
+            let row = unsafe { core::slice::from_raw_parts(b, rest) };
+            sink.add(target, col, row, boundary);
             col += rest;
         }
         if self.part != 0 {
@@ -482,7 +494,9 @@ impl<T: SimdF64> Columns<T> for TiledColumns {
                 col,
             };
             unsafe { for_narrow(simd, self.part, &mut step) };
-            sink.add(target, col, &buf[..self.part], boundary);
+            // SAFETY: the narrow steps wrote the `part < LANES` doubles of the tail.
+            let row = unsafe { core::slice::from_raw_parts(b, self.part) };
+            sink.add(target, col, row, boundary);
         }
     }
 }
