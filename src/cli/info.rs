@@ -129,7 +129,7 @@ fn render(r: &InfoReport) -> String {
         let _ = writeln!(s, "parse       {:.3} s ({:.0} MB/s)", p, mbs);
     }
     if let Some(b) = &r.build_seconds {
-        // The radix sort encodes as it reads the coordinates: one step, no separate encode.
+        // Older builds (and `.alto` files' records) may report encoding inside the sort.
         let encode_sort = if b.encode > 0.0 {
             format!("encode {:.3}, sort {:.3}", b.encode, b.sort)
         } else {

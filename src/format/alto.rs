@@ -3,7 +3,7 @@
 
 pub use super::flags::{dense_row_table, DENSE_ROWS_PER_NONZERO};
 use super::layout::{IndexWidth, Layout};
-use super::sort::{comparison_sort_pairs, radix_sort_from, PairSource};
+use super::sort::{comparison_sort_pairs, radix_sort_merged, PairSource};
 pub(crate) use super::stored::StoredParts;
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
@@ -64,10 +64,12 @@ impl Default for BuildOptions {
 /// Seconds spent in each construction step.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct BuildTimes {
-    /// Linearizing coordinates into (index, value) pairs. With the radix sort this happens
-    /// inside the sort's passes over the input and is counted in `sort` (`encode` is 0).
+    /// Linearizing coordinates: the keys (radix sort) or the (index, value) pairs (comparison
+    /// sort).
     pub encode: f64,
     pub sort: f64,
+    /// Summing duplicate indices. With the radix sort this happens as each bucket is finished
+    /// and is counted in `sort` (`merge` is 0).
     pub merge: f64,
     pub partition: f64,
     pub flags: f64,
@@ -118,21 +120,33 @@ impl<I: HwBits> AltoTensor<I> {
 
         let source = EncodedCoo::new(coo, &masks, opts.use_bmi2);
         let t = Instant::now();
-        let pairs = match opts.sort {
-            // Encoding runs inside the sort's two passes over the input (no unsorted copy).
-            SortAlgorithm::Radix => radix_sort_from(&source, layout.total_bits()),
+        let (idx, vals, duplicates_merged) = match opts.sort {
+            // The keys are encoded once (the sort's two passes then read 4 or 8 bytes a nonzero
+            // instead of every coordinate column, and deposit nothing), and duplicates are
+            // merged as each bucket is finished (`merge` stays 0).
+            SortAlgorithm::Radix => {
+                let keys = source.keys();
+                times.encode = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let pairs = KeyedValues {
+                    keys: &keys,
+                    vals: coo.values(),
+                };
+                let sorted = radix_sort_merged(&pairs, layout.total_bits());
+                times.sort = t.elapsed().as_secs_f64();
+                (sorted.idx, sorted.vals, sorted.duplicates_merged)
+            }
             SortAlgorithm::Comparison => {
                 let mut pairs = source.collect();
                 times.encode = t.elapsed().as_secs_f64();
                 comparison_sort_pairs(&mut pairs);
-                pairs
+                times.sort = t.elapsed().as_secs_f64() - times.encode;
+                let t = Instant::now();
+                let merged = merge_duplicates(pairs);
+                times.merge = t.elapsed().as_secs_f64();
+                merged
             }
         };
-        times.sort = t.elapsed().as_secs_f64() - times.encode;
-
-        let t = Instant::now();
-        let (idx, vals, duplicates_merged) = merge_duplicates(pairs);
-        times.merge = t.elapsed().as_secs_f64();
 
         let mut tensor = AltoTensor {
             masks,
@@ -334,6 +348,27 @@ impl<'a, I: HwBits> EncodedCoo<'a, I> {
         }
     }
 
+    /// The linearized indices alone, in nonzero order.
+    fn keys(&self) -> Vec<I> {
+        const CHUNK: usize = 1 << 14;
+        let n = self.vals.len();
+        let mut keys: Vec<I> = Vec::with_capacity(n);
+        keys.spare_capacity_mut()[..n]
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let mut slots = out.iter_mut();
+                let start = c * CHUNK;
+                self.for_each_in(start..start + slots.len(), |p| {
+                    slots.next().expect("one slot per key").write(p.0);
+                });
+                assert!(slots.next().is_none(), "one key per slot");
+            });
+        // SAFETY: the chunks tile 0..n and each wrote every one of its slots (checked above).
+        unsafe { keys.set_len(n) };
+        keys
+    }
+
     /// All pairs, in nonzero order (for the comparison sort).
     fn collect(&self) -> Vec<(I, f64)> {
         const CHUNK: usize = 1 << 14;
@@ -353,6 +388,25 @@ impl<'a, I: HwBits> EncodedCoo<'a, I> {
         // SAFETY: the chunks tile 0..n and each wrote every one of its slots (checked above).
         unsafe { pairs.set_len(n) };
         pairs
+    }
+}
+
+/// Encoded keys beside their values: what the radix sort reads.
+struct KeyedValues<'a, I> {
+    keys: &'a [I],
+    vals: &'a [f64],
+}
+
+impl<I: HwBits> PairSource<I> for KeyedValues<'_, I> {
+    fn len(&self) -> usize {
+        self.keys.len().min(self.vals.len())
+    }
+    #[inline(always)]
+    fn for_each_in(&self, range: std::ops::Range<usize>, mut f: impl FnMut((I, f64))) {
+        let (keys, vals) = (&self.keys[range.clone()], &self.vals[range]);
+        for k in 0..keys.len() {
+            f((keys[k], vals[k]));
+        }
     }
 }
 
@@ -464,15 +518,16 @@ fn merge_duplicates<I: HwBits>(pairs: Vec<(I, f64)>) -> (Vec<I>, Vec<f64>, u64) 
     (idx, vals, (n - total) as u64)
 }
 
-/// Peak bytes the builder allocates for `nnz` nonzeros: one buffer of sorted pairs (the radix
-/// sort encodes straight into it; the comparison sort sorts its encoded pairs in place) alive
-/// beside the final index and value arrays (the input COO is already resident).
+/// Peak bytes the builder allocates for `nnz` nonzeros: the encoded keys and one buffer of
+/// sorted pairs (the radix sort scatters into it; the comparison sort sorts its encoded pairs
+/// in place) alive beside the final index and value arrays (the input COO is already
+/// resident).
 pub fn estimate_build_bytes(nnz: usize, width: IndexWidth) -> u64 {
     let pair = match width {
         IndexWidth::U32 | IndexWidth::U64 => 16u64,
         IndexWidth::U128 => 32,
     };
-    (nnz as u64).saturating_mul(pair + width.bytes() as u64 + 8)
+    (nnz as u64).saturating_mul(pair + 2 * width.bytes() as u64 + 8)
 }
 
 /// Peak bytes of the shared-row scratch of one flagged mode (see `shared_rows`): the table

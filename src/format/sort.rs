@@ -125,6 +125,150 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
         sort_in_cache(&mut pairs, &mut Vec::new(), key_bits);
         return pairs;
     }
+    let Scattered {
+        mut pairs,
+        bucket_start,
+        top_shift,
+    } = scatter_top_digit(source, key_bits);
+    // Finish every bucket in cache, in parallel, each worker reusing its own scratch.
+    split_by_starts(&mut pairs, &bucket_start)
+        .into_par_iter()
+        .with_min_len(16)
+        .for_each_init(Vec::new, |scratch, bucket| {
+            sort_in_cache(bucket, scratch, top_shift)
+        });
+    pairs
+}
+
+/// The pairs of `source` sorted by index (low `key_bits` bits, higher bits zero) with the
+/// values of equal indices summed (left to right, in input order), as separate index and value
+/// arrays, and how many pairs were merged away. Runs on the current rayon pool.
+///
+/// The radix sort's buckets hold disjoint key ranges, so duplicates never straddle two: each
+/// bucket, sorted in cache, is merged and written straight to the output at its own offset,
+/// which saves the separate merge's two passes over the sorted pairs. Where duplicates leave
+/// gaps between buckets, one compaction pass closes them.
+pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
+    source: &S,
+    key_bits: u32,
+) -> SortedMerged<I> {
+    let n = source.len();
+    let mut idx: Vec<I> = Vec::with_capacity(n);
+    let mut vals: Vec<f64> = Vec::with_capacity(n);
+    let (idx_out, val_out) = (
+        &mut idx.spare_capacity_mut()[..n],
+        &mut vals.spare_capacity_mut()[..n],
+    );
+    let (starts, emitted): (Vec<usize>, Vec<usize>) = if n < PARALLEL_MIN || key_bits <= DIGIT_BITS
+    {
+        let mut pairs = Vec::with_capacity(n);
+        source.for_each_in(0..n, |p| pairs.push(p));
+        sort_in_cache(&mut pairs, &mut Vec::new(), key_bits);
+        (vec![0], vec![merge_into(&pairs, idx_out, val_out)])
+    } else {
+        let Scattered {
+            mut pairs,
+            bucket_start,
+            top_shift,
+        } = scatter_top_digit(source, key_bits);
+        let buckets = split_by_starts(&mut pairs, &bucket_start);
+        let idx_parts = split_by_starts(idx_out, &bucket_start);
+        let val_parts = split_by_starts(val_out, &bucket_start);
+        let emitted = buckets
+            .into_par_iter()
+            .zip(idx_parts)
+            .zip(val_parts)
+            .with_min_len(16)
+            .map_init(Vec::new, |scratch, ((bucket, idx_part), val_part)| {
+                sort_in_cache(bucket, scratch, top_shift);
+                merge_into(bucket, idx_part, val_part)
+            })
+            .collect();
+        (bucket_start[..bucket_start.len() - 1].to_vec(), emitted)
+    };
+    // Close the gaps merged duplicates left (left to right: every move goes down).
+    let mut total = 0;
+    for (&start, &len) in starts.iter().zip(&emitted) {
+        if start != total {
+            idx_out.copy_within(start..start + len, total);
+            val_out.copy_within(start..start + len, total);
+        }
+        total += len;
+    }
+    // SAFETY: each part wrote its first `emitted` slots (what `merge_into` returns), and the
+    // compaction moved those written runs, in order, to `0..total`.
+    unsafe {
+        idx.set_len(total);
+        vals.set_len(total);
+    }
+    SortedMerged {
+        idx,
+        vals,
+        duplicates_merged: (n - total) as u64,
+    }
+}
+
+/// Sorted, duplicate-free indices and their summed values ([`radix_sort_merged`]).
+#[derive(Debug, PartialEq)]
+pub struct SortedMerged<I> {
+    pub idx: Vec<I>,
+    pub vals: Vec<f64>,
+    /// Input pairs merged into an earlier pair of the same index.
+    pub duplicates_merged: u64,
+}
+
+/// Writes sorted `pairs` to the front of `idx` / `vals` with equal indices summed (left to
+/// right); returns how many entries it wrote.
+fn merge_into<I: AltoIndex>(
+    pairs: &[(I, f64)],
+    idx: &mut [std::mem::MaybeUninit<I>],
+    vals: &mut [std::mem::MaybeUninit<f64>],
+) -> usize {
+    assert!(idx.len() >= pairs.len() && vals.len() >= pairs.len());
+    let mut out = 0;
+    let mut i = 0;
+    while i < pairs.len() {
+        let (x, mut v) = pairs[i];
+        i += 1;
+        while i < pairs.len() && pairs[i].0 == x {
+            v += pairs[i].1;
+            i += 1;
+        }
+        idx[out].write(x);
+        vals[out].write(v);
+        out += 1;
+    }
+    out
+}
+
+/// `data` cut at `starts` (ascending offsets, the first 0, the last `data.len()`): one slice
+/// per consecutive pair of offsets.
+fn split_by_starts<'a, T>(mut data: &'a mut [T], starts: &[usize]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(starts.len().saturating_sub(1));
+    for w in starts.windows(2) {
+        let (part, rest) = std::mem::take(&mut data).split_at_mut(w[1] - w[0]);
+        data = rest;
+        parts.push(part);
+    }
+    parts
+}
+
+/// The pairs after the out-of-cache pass: scattered by their top digit (stably), bucket `d` at
+/// `pairs[bucket_start[d]..bucket_start[d + 1]]`, each still to sort on its low `top_shift`
+/// bits.
+struct Scattered<I> {
+    pairs: Vec<(I, f64)>,
+    bucket_start: Vec<usize>,
+    top_shift: u32,
+}
+
+/// The histogram and scatter passes over `source` (at least [`PARALLEL_MIN`] pairs, more than
+/// [`DIGIT_BITS`] key bits).
+fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized>(
+    source: &S,
+    key_bits: u32,
+) -> Scattered<I> {
+    let n = source.len();
     let top_bits = top_digit_bits(
         n,
         key_bits,
@@ -195,25 +339,11 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
     // SAFETY: every (chunk, digit) range was written slot by slot from its start to its end
     // (checked just above), and the ranges tile 0..n.
     unsafe { out.set_len(n) };
-
-    // Finish every bucket in cache, in parallel, each worker reusing its own scratch.
-    let mut bucket_slices: Vec<&mut [(I, f64)]> = Vec::with_capacity(buckets);
-    let mut rest = &mut out[..];
-    for d in 0..buckets {
-        let (bucket, r) =
-            std::mem::take(&mut rest).split_at_mut(bucket_start[d + 1] - bucket_start[d]);
-        rest = r;
-        if bucket.len() > 1 {
-            bucket_slices.push(bucket);
-        }
+    Scattered {
+        pairs: out,
+        bucket_start,
+        top_shift,
     }
-    bucket_slices
-        .into_par_iter()
-        .with_min_len(16)
-        .for_each_init(Vec::new, |scratch, bucket| {
-            sort_in_cache(bucket, scratch, top_shift)
-        });
-    out
 }
 
 /// Stable sort of `data` on key bits `0..key_bits`, growing `scratch` as needed; the result
@@ -439,6 +569,76 @@ mod tests {
             .map(|_| rng.random::<u32>() as u128)
             .collect();
         check::<u32>(lsd, 32, 2);
+    }
+
+    /// The fused sort-and-merge equals a stable sort followed by a left-to-right merge, with
+    /// and without duplicates, on both paths (sequential sizes and the parallel buckets).
+    #[test]
+    fn sorted_merged_equals_stable_sort_then_merge() {
+        fn want<I: AltoIndex>(pairs: &[(I, f64)]) -> SortedMerged<I> {
+            let mut sorted = pairs.to_vec();
+            sorted.sort_by_key(|p| p.0);
+            let (mut idx, mut vals) = (Vec::<I>::new(), Vec::<f64>::new());
+            for &(x, v) in &sorted {
+                if idx.last() == Some(&x) {
+                    *vals.last_mut().unwrap() += v;
+                } else {
+                    idx.push(x);
+                    vals.push(v);
+                }
+            }
+            let duplicates_merged = (pairs.len() - idx.len()) as u64;
+            SortedMerged {
+                idx,
+                vals,
+                duplicates_merged,
+            }
+        }
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(5);
+        for (n, bits, dup, threads) in [
+            (0usize, 20u32, 0.0, 1),
+            (1_000, 20, 0.5, 1),
+            (200_000, 30, 0.0, 2),
+            (200_000, 30, 0.4, 2),
+            (300_000, 40, 0.2, 3),
+            (100_000, 12, 0.0, 2),
+        ] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut keys: Vec<u64> = Vec::with_capacity(n);
+            for k in 0..n {
+                let fresh = rng.random::<u64>() & ((1u64 << bits) - 1);
+                keys.push(if k > 0 && rng.random_bool(dup) {
+                    keys[rng.random_range(0..k)]
+                } else {
+                    fresh
+                });
+            }
+            // Values whose sum depends on the order they are added in.
+            let pairs: Vec<(u64, f64)> = keys
+                .iter()
+                .enumerate()
+                .map(|(k, &x)| (x, 1.0 / (1.0 + k as f64) + 1e16 * (k % 3) as f64))
+                .collect();
+            let got = pool.install(|| radix_sort_merged(pairs.as_slice(), bits));
+            let expected = want(&pairs);
+            assert_eq!(
+                got.duplicates_merged, expected.duplicates_merged,
+                "n {n} dup {dup}"
+            );
+            assert!(
+                got == expected,
+                "n {n}, {bits} bits, dup {dup}, {threads} threads"
+            );
+            let pairs32: Vec<(u32, f64)> = pairs
+                .iter()
+                .map(|&(x, v)| ((x & 0xffff_ffff) as u32, v))
+                .collect();
+            let got = pool.install(|| radix_sort_merged(pairs32.as_slice(), bits.min(32)));
+            assert!(got == want(&pairs32), "u32: n {n}, dup {dup}");
+        }
     }
 
     /// Pairs computed on the fly; `drift` makes the second pass differ from the first.
