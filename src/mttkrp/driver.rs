@@ -8,16 +8,19 @@ use super::oracle::check_factors;
 pub use super::phases::PhaseTimes;
 use super::phases::{Clock, NoClock, Phase, Recorder};
 use super::strategy::{exclusive_intervals, resolve_sync, ConflictResolution, SyncChoice};
+use super::zeroing::{max_coord, private_rows, shared_row_ranges, LazyZero, LAZY_ZERO_CHUNK};
 use crate::dispatch::{default_decode, KernelChoice};
 use crate::error::{AltoError, Result};
 use crate::format::alto::{AltoTensor, AnyAlto};
 use crate::matrix::Matrix;
 use crate::with_alto;
 use alto_kernels::{
-    as_atomic, run_segment, AlignedBuf, AtomicRows, DecodeKind, FlaggedRows, HwBits, KernelId,
-    PlainRows, SegmentInput, DEFAULT_PREFETCH,
+    as_atomic, run_segment, AlignedBuf, AnyDecoder, AtomicRows, DecodeKind, FlaggedRows, HwBits,
+    KernelError, KernelId, PlainRows, RowSink, SegmentInput, DEFAULT_PREFETCH,
 };
 use rayon::prelude::*;
+use std::ops::Range;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 /// What to run; every field can force a branch the heuristics would not take.
@@ -32,6 +35,10 @@ pub struct MttkrpOptions {
     /// Software-prefetch distance in nonzeros (0 = off); `None`: the kernels' measured
     /// default, [`alto_kernels::DEFAULT_PREFETCH`].
     pub prefetch: Option<usize>,
+    /// Nonzeros per chunk of the atomic strategies' lazy zeroing (see [`super::zeroing`]);
+    /// `Some(0)` zeroes the whole output before the segments run; `None`:
+    /// [`LAZY_ZERO_CHUNK`].
+    pub lazy_zero: Option<usize>,
 }
 
 /// What ran.
@@ -238,28 +245,18 @@ fn drive<I: HwBits, C: Clock>(
         _ => I::ZERO,
     };
     let prefetch = opts.prefetch.unwrap_or(DEFAULT_PREFETCH);
-    let input_of = |p: usize| {
-        let range = t.partition_range(p);
-        SegmentInput {
-            idx: &t.indices()[range.clone()],
-            vals: &t.values()[range],
-            factors: &factor_slices,
-            target: mode,
-            rank,
-            boundary_mask,
-            prefetch,
-        }
+    let runner = SegmentRunner {
+        t,
+        kernel: run.kernel,
+        decoder: &decoder,
+        factors: &factor_slices,
+        mode,
+        rank,
+        boundary_mask,
+        prefetch,
     };
-    let kernel = run.kernel;
-    let parts = t.num_partitions();
+    let lazy_chunk = opts.lazy_zero.unwrap_or(LAZY_ZERO_CHUNK);
     let mut body = || -> Result<()> {
-        let region = clock.now();
-        out.as_mut_slice().par_chunks_mut(1 << 14).for_each(|c| {
-            let t0 = clock.now();
-            c.fill(0.0);
-            clock.busy(Phase::ZeroOutput, t0);
-        });
-        clock.end_region(region);
         match run.sync {
             ConflictResolution::Pull => pull(
                 t,
@@ -267,45 +264,10 @@ fn drive<I: HwBits, C: Clock>(
                 rank,
                 out,
                 ws,
-                &|p, sink| run_segment(kernel, &decoder, &input_of(p), sink),
+                &|p, sink| runner.run(t.partition_range(p), sink),
                 clock,
             ),
-            ConflictResolution::Atomic => {
-                let cells = as_atomic(out.as_mut_slice());
-                let region = clock.now();
-                let done = (0..parts).into_par_iter().try_for_each(|p| {
-                    let t0 = clock.now();
-                    let r = run_segment(
-                        kernel,
-                        &decoder,
-                        &input_of(p),
-                        &mut AtomicRows::new(cells, rank),
-                    );
-                    clock.busy(Phase::Kernel, t0);
-                    r
-                });
-                clock.end_region(region);
-                done?;
-                Ok(())
-            }
-            ConflictResolution::Flagged => {
-                let cells = as_atomic(out.as_mut_slice());
-                let region = clock.now();
-                let done = (0..parts).into_par_iter().try_for_each(|p| {
-                    let t0 = clock.now();
-                    // SAFETY: each segment gets its own sink, and the flags are exact for these
-                    // segments: an `AltoTensor` is made only by `build` / `repartition`, which set
-                    // them from the current bounds, or by `from_stored`, which recomputes and
-                    // compares them (a `.alto` file cannot smuggle in a cleared flag).
-                    let mut sink = unsafe { FlaggedRows::new(cells, rank) };
-                    let r = run_segment(kernel, &decoder, &input_of(p), &mut sink);
-                    clock.busy(Phase::Kernel, t0);
-                    r
-                });
-                clock.end_region(region);
-                done?;
-                Ok(())
-            }
+            sync => shared_output(&runner, out, sync, lazy_chunk, clock),
         }
     };
     // Entering and leaving the pool (waking its workers, handing the result back) is fork/join
@@ -319,6 +281,182 @@ fn drive<I: HwBits, C: Clock>(
     clock.overhead(left);
     done?;
     Ok(run)
+}
+
+/// What every segment task of one call shares: the kernel and its inputs.
+struct SegmentRunner<'a, I: HwBits> {
+    t: &'a AltoTensor<I>,
+    kernel: KernelId,
+    decoder: &'a AnyDecoder<I>,
+    factors: &'a [&'a [f64]],
+    mode: usize,
+    rank: usize,
+    boundary_mask: I,
+    prefetch: usize,
+}
+
+impl<I: HwBits> SegmentRunner<'_, I> {
+    /// The kernel over the nonzeros `range` (a segment or a chunk of one), into `sink`.
+    fn run<S: RowSink>(
+        &self,
+        range: Range<usize>,
+        sink: &mut S,
+    ) -> std::result::Result<(), KernelError> {
+        let input = SegmentInput {
+            idx: &self.t.indices()[range.clone()],
+            vals: &self.t.values()[range],
+            factors: self.factors,
+            target: self.mode,
+            rank: self.rank,
+            boundary_mask: self.boundary_mask,
+            prefetch: self.prefetch,
+        };
+        run_segment(self.kernel, self.decoder, &input, sink)
+    }
+}
+
+/// The atomic strategies (`sync` is `Atomic` or `Flagged`): every segment adds into the shared
+/// output through its own sink. The rows a segment alone touches are zeroed by that segment,
+/// chunk by chunk just ahead of its kernel ([`super::zeroing`]), when `lazy_chunk` is not 0;
+/// every other row is zeroed before the segments start.
+fn shared_output<I: HwBits, C: Clock>(
+    runner: &SegmentRunner<'_, I>,
+    out: &mut Matrix,
+    sync: ConflictResolution,
+    lazy_chunk: usize,
+    clock: &C,
+) -> Result<()> {
+    let (t, mode, rank) = (runner.t, runner.mode, runner.rank);
+    let parts = t.num_partitions();
+    let private: Vec<Option<(u64, u64)>> = if lazy_chunk == 0 {
+        vec![None; parts]
+    } else {
+        let intervals: Vec<Option<(u64, u64)>> = (0..parts).map(|p| t.interval(p, mode)).collect();
+        private_rows(&intervals)
+    };
+    let shared = shared_row_ranges(&private, out.rows() as u64);
+    if !shared.is_empty() {
+        // Carve the shared rows out of the output and zero them in parallel.
+        let mut blocks: Vec<&mut [f64]> = Vec::new();
+        let (mut rest, mut consumed) = (out.as_mut_slice(), 0u64);
+        for &(a, b) in &shared {
+            let (_, r) = std::mem::take(&mut rest).split_at_mut((a - consumed) as usize * rank);
+            let (rows, r) = r.split_at_mut((b - a + 1) as usize * rank);
+            blocks.extend(rows.chunks_mut(1 << 14));
+            (rest, consumed) = (r, b + 1);
+        }
+        let region = clock.now();
+        blocks.into_par_iter().for_each(|c| {
+            let t0 = clock.now();
+            c.fill(0.0);
+            clock.busy(Phase::ZeroOutput, t0);
+        });
+        clock.end_region(region);
+    }
+    let cells = as_atomic(out.as_mut_slice());
+    let region = clock.now();
+    let done = (0..parts)
+        .into_par_iter()
+        .with_max_len(1)
+        .try_for_each(|p| {
+            let lazy = private[p].map(LazyZero::new);
+            match sync {
+                ConflictResolution::Flagged => {
+                    // SAFETY: this segment gets its own sink, and the flags are exact for these
+                    // segments: an `AltoTensor` is made only by `build` / `repartition`, which set
+                    // them from the current bounds, or by `from_stored`, which recomputes and
+                    // compares them (a `.alto` file cannot smuggle in a cleared flag).
+                    let mut sink = unsafe { FlaggedRows::new(cells, rank) };
+                    run_zeroing_ahead(runner, p, lazy, lazy_chunk, cells, &mut sink, clock)
+                }
+                _ => {
+                    let mut sink = AtomicRows::new(cells, rank);
+                    run_zeroing_ahead(runner, p, lazy, lazy_chunk, cells, &mut sink, clock)
+                }
+            }
+        });
+    clock.end_region(region);
+    done?;
+    Ok(())
+}
+
+/// Segment `p` into `sink`; with `lazy` (the segment's private rows), chunk by chunk, each
+/// chunk's not yet zeroed private rows zeroed just before it runs, the rest after the last.
+fn run_zeroing_ahead<I: HwBits, S: RowSink, C: Clock>(
+    runner: &SegmentRunner<'_, I>,
+    p: usize,
+    lazy: Option<LazyZero>,
+    lazy_chunk: usize,
+    cells: &[AtomicU64],
+    sink: &mut S,
+    clock: &C,
+) -> Result<()> {
+    let range = runner.t.partition_range(p);
+    let Some(mut lazy) = lazy else {
+        let t0 = clock.now();
+        let r = runner.run(range, sink);
+        clock.busy(Phase::Kernel, t0);
+        return Ok(r?);
+    };
+    let rank = runner.rank;
+    let zero_rows = |(a, b): (u64, u64)| {
+        let t0 = clock.now();
+        let start = a as usize * rank;
+        let len = (b - a + 1) as usize * rank;
+        assert!(
+            start + len <= cells.len(),
+            "private rows lie inside the output"
+        );
+        // SAFETY: rows `a..=b` are private to segment `p`, which only this task runs (no other
+        // segment's interval touches them, so no other thread reads or writes these cells
+        // while the segments run), and they lie inside `cells` (checked above).
+        unsafe { std::ptr::write_bytes(cells.as_ptr().add(start) as *mut f64, 0, len) };
+        clock.busy(Phase::ZeroOutput, t0);
+    };
+    let mask = runner.t.masks()[runner.mode];
+    for start in range.clone().step_by(lazy_chunk) {
+        let chunk = start..(start + lazy_chunk).min(range.end);
+        let chunk_max = max_coord(
+            &runner.t.indices()[chunk.clone()],
+            mask,
+            runner.decoder,
+            runner.mode,
+        );
+        if let Some(rows) = lazy.before_chunk(chunk_max) {
+            zero_rows(rows);
+        }
+        let t0 = clock.now();
+        let r = runner.run(chunk, sink);
+        clock.busy(Phase::Kernel, t0);
+        r?;
+    }
+    if let Some(rows) = lazy.rest() {
+        zero_rows(rows);
+    }
+    Ok(())
+}
+
+/// One task of the pull strategy's segment region: a segment and the rows it writes (its
+/// staging rows, or its own output rows when it is exclusive), plus output rows to zero.
+struct PullTask<'a> {
+    segment: usize,
+    first_row: u64,
+    rows: &'a mut [f64],
+    staged: bool,
+    /// Output rows no exclusive segment writes, zeroed by this task before its kernel.
+    zero: Vec<&'a mut [f64]>,
+}
+
+impl<'a> PullTask<'a> {
+    fn new(segment: usize, first_row: u64, rows: &'a mut [f64], staged: bool) -> Self {
+        PullTask {
+            segment,
+            first_row,
+            rows,
+            staged,
+            zero: Vec::new(),
+        }
+    }
 }
 
 /// Pull-based staging: segments whose mode interval overlaps no other segment's write the
@@ -363,45 +501,81 @@ fn pull<I: HwBits, C: Clock>(
     }
     let mut direct_order: Vec<usize> = (0..parts).filter(|&p| exclusive[p]).collect();
     direct_order.sort_by_key(|&p| intervals[p].map(|iv| iv.0));
-    let mut direct: Vec<(usize, u64, u64, &mut [f64])> = Vec::with_capacity(direct_order.len());
+    // The output rows no exclusive segment writes: zeroed by their own tasks in the same
+    // parallel region (the pull, which adds into them, comes after it).
+    let direct_rows: Vec<Option<(u64, u64)>> = direct_order.iter().map(|&p| intervals[p]).collect();
+    let unowned = shared_row_ranges(&direct_rows, out.rows() as u64);
+    let mut tasks: Vec<PullTask<'_>> = Vec::with_capacity(parts);
+    let mut zero_chunks: Vec<&mut [f64]> = Vec::new();
     let mut out_rest: &mut [f64] = out.as_mut_slice();
     let mut consumed_rows = 0u64;
-    for p in direct_order {
-        let (lo, hi) = intervals[p].expect("exclusive segments are non-empty");
+    let mut owned = direct_order
+        .iter()
+        .map(|&p| {
+            (
+                intervals[p].expect("exclusive segments are non-empty"),
+                Some(p),
+            )
+        })
+        .chain(unowned.iter().map(|&rows| (rows, None)))
+        .collect::<Vec<_>>();
+    owned.sort_unstable_by_key(|&((lo, _), _)| lo);
+    for ((lo, hi), segment) in owned {
         let skip = (lo - consumed_rows) as usize * rank;
         let len = (hi - lo + 1) as usize * rank;
         let (_, rest) = std::mem::take(&mut out_rest).split_at_mut(skip);
         let (rows, rest) = rest.split_at_mut(len);
         out_rest = rest;
         consumed_rows = hi + 1;
-        direct.push((p, lo, hi, rows));
+        match segment {
+            Some(p) => tasks.push(PullTask::new(p, lo, rows, false)),
+            None => zero_chunks.extend(rows.chunks_mut(1 << 14)),
+        }
+    }
+    let has_staged = !staged.is_empty();
+    tasks.extend(
+        staged
+            .iter_mut()
+            .map(|(p, lo, _, buf)| PullTask::new(*p, *lo, &mut **buf, true)),
+    );
+    // The rows no exclusive segment writes are shared out among the segment tasks, round
+    // robin, and zeroed before their kernels: one task per segment keeps the region balanced
+    // (separate zeroing tasks, being short, ended up beside two segments queued on one thread).
+    if tasks.is_empty() {
+        zero_chunks.iter_mut().for_each(|c| c.fill(0.0));
+    } else {
+        let n = tasks.len();
+        for (k, c) in zero_chunks.into_iter().enumerate() {
+            tasks[k % n].zero.push(c);
+        }
     }
 
-    // Reborrow both kinds as one item type so they run in one parallel loop.
-    let staged_tasks = staged
-        .par_iter_mut()
-        .map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, true));
-    let direct_tasks = direct
-        .par_iter_mut()
-        .map(|(p, lo, _, buf)| (*p, *lo, &mut **buf, false));
     let region = clock.now();
-    let done = staged_tasks
-        .chain(direct_tasks)
-        .try_for_each(|(p, lo, buf, needs_zero)| {
-            if needs_zero {
-                let t0 = clock.now();
-                buf.fill(0.0); // the output itself was zeroed by the caller
-                clock.busy(Phase::ZeroStaging, t0);
-            }
-            let t0 = clock.now();
-            let r = run(p, &mut PlainRows::new(buf, lo, rank));
-            clock.busy(Phase::Kernel, t0);
-            r
-        });
+    // One task per split: the segments are few and large, and two left in one leaf of
+    // rayon's splitting would run one after the other on one thread.
+    let done = tasks.into_par_iter().with_max_len(1).try_for_each(|task| {
+        let t0 = clock.now();
+        task.zero.into_iter().for_each(|c| c.fill(0.0));
+        clock.busy(Phase::ZeroOutput, t0);
+        let t0 = clock.now();
+        task.rows.fill(0.0);
+        let phase = if task.staged {
+            Phase::ZeroStaging
+        } else {
+            Phase::ZeroOutput
+        };
+        clock.busy(phase, t0);
+        let t0 = clock.now();
+        let r = run(
+            task.segment,
+            &mut PlainRows::new(task.rows, task.first_row, rank),
+        );
+        clock.busy(Phase::Kernel, t0);
+        r
+    });
     clock.end_region(region);
     done?;
-    drop(direct);
-    if staged.is_empty() {
+    if !has_staged {
         return Ok(());
     }
 
@@ -467,13 +641,19 @@ mod tests {
             };
             let (t, _) = pool.install(|| AnyAlto::build(&coo, &opts)).unwrap();
             let mut ws = Workspace::new(&t, rank);
-            for sync in [
+            // Lazy zeroing off, in tiny chunks and at the default, for every strategy (the pull
+            // strategy ignores it).
+            let cases = [
                 ConflictResolution::Pull,
                 ConflictResolution::Atomic,
                 ConflictResolution::Flagged,
-            ] {
+            ]
+            .into_iter()
+            .flat_map(|sync| [None, Some(0), Some(5)].map(move |lazy| (sync, lazy)));
+            for (sync, lazy_zero) in cases {
                 let opts = MttkrpOptions {
                     sync: SyncChoice::Force(sync),
+                    lazy_zero,
                     ..Default::default()
                 };
                 for mode in 0..t.order() {
@@ -502,7 +682,9 @@ mod tests {
                     let scale = plain.as_slice().iter().fold(1.0f64, |a, x| a.max(x.abs()));
                     let diff = got.max_abs_diff(&plain);
                     assert!(diff <= 1e-12 * scale, "{sync} mode {mode}: {diff}");
-                    let ctx = format!("{sync}, mode {mode}, {threads} threads: {times:?}");
+                    let ctx = format!(
+                        "{sync}, lazy {lazy_zero:?}, mode {mode}, {threads} threads: {times:?}"
+                    );
                     assert!(times.values().iter().all(|&v| v >= 0.0), "{ctx}");
                     assert!(times.total <= wall, "{ctx}, wall {wall}");
                     // Microseconds of rounding in the per-worker sums at most.

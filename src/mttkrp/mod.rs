@@ -4,6 +4,7 @@ pub mod driver;
 pub mod oracle;
 pub mod phases;
 pub mod strategy;
+pub mod zeroing;
 
 pub use driver::{
     mttkrp, mttkrp_alto, mttkrp_alto_profiled, mttkrp_profiled, plan, staging_len, MttkrpOptions,

@@ -261,14 +261,18 @@ fn measure_rank(
                     bar.inc(1);
                     continue;
                 }
+                // Calls made from inside the pool, as CP-ALS makes them (see `alto mttkrp`).
+                let pool = &b.pool;
                 let mut timed = || -> Result<Vec<f64>> {
-                    let mut v = Vec::with_capacity(s.reps);
-                    for _ in 0..s.reps {
-                        let t0 = Instant::now();
-                        mttkrp(&b.tensor, &factors, mode, &mut out, &opts, ws, &b.pool)?;
-                        v.push(t0.elapsed().as_secs_f64());
-                    }
-                    Ok(v)
+                    pool.install(|| {
+                        let mut v = Vec::with_capacity(s.reps);
+                        for _ in 0..s.reps {
+                            let t0 = Instant::now();
+                            mttkrp(&b.tensor, &factors, mode, &mut out, &opts, ws, pool)?;
+                            v.push(t0.elapsed().as_secs_f64());
+                        }
+                        Ok(v)
+                    })
                 };
                 let (times, cycles) = match b.cycles.as_mut() {
                     Some(set) => {
@@ -277,22 +281,25 @@ fn measure_rank(
                     }
                     None => (timed()?, None),
                 };
-                let mut phases = Vec::with_capacity(PHASE_REPS);
-                for _ in 0..PHASE_REPS {
-                    let mut p = PhaseTimes::default();
-                    let o = &mut out;
-                    mttkrp_profiled(
-                        &b.tensor,
-                        &factors,
-                        mode,
-                        o,
-                        &opts,
-                        ws,
-                        &b.pool,
-                        Some(&mut p),
-                    )?;
-                    phases.push(p);
-                }
+                let phases = b.pool.install(|| -> Result<Vec<PhaseTimes>> {
+                    let mut phases = Vec::with_capacity(PHASE_REPS);
+                    for _ in 0..PHASE_REPS {
+                        let mut p = PhaseTimes::default();
+                        let o = &mut out;
+                        mttkrp_profiled(
+                            &b.tensor,
+                            &factors,
+                            mode,
+                            o,
+                            &opts,
+                            ws,
+                            &b.pool,
+                            Some(&mut p),
+                        )?;
+                        phases.push(p);
+                    }
+                    Ok(phases)
+                })?;
                 fill_row(&mut row, machine, b, &run, &times, cycles, &phases);
                 progress.log(&row_line(&row));
                 rows.push(row);
