@@ -14,6 +14,7 @@ use numpy::ndarray::{Array2, ArrayViewD, Dimension};
 use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 /// `numpy.asarray(obj)` and its dtype's kind (`f`, `i`, `u`, `b`, `c`, ...).
 fn asarray<'py>(obj: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, String)> {
@@ -35,10 +36,7 @@ fn float_array<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, 
     }
     let arr = match arr.cast_into::<PyArrayDyn<f64>>() {
         Ok(a) => a,
-        Err(e) => e
-            .into_inner()
-            .call_method1("astype", ("float64",))?
-            .cast_into::<PyArrayDyn<f64>>()?,
+        Err(e) => astype_in_place(&e.into_inner(), "float64")?.cast_into::<PyArrayDyn<f64>>()?,
     };
     Ok(arr)
 }
@@ -85,8 +83,15 @@ pub(crate) fn values(obj: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
     Ok(view.iter().copied().collect())
 }
 
-/// `obj` as a view of non-negative 0-based indices, handed to `f` as u64 rows: integer dtypes
-/// only (floats are refused, not truncated).
+/// `arr.astype(dtype, copy=False)`: the array itself when it already has that dtype.
+fn astype_in_place<'py>(arr: &Bound<'py, PyAny>, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
+    let kwargs = PyDict::new(arr.py());
+    kwargs.set_item("copy", false)?;
+    arr.call_method("astype", (dtype,), Some(&kwargs))
+}
+
+/// `obj` as a view of non-negative 0-based indices, handed to `f` as u64: integer dtypes only
+/// (floats are refused, not truncated); int64 and uint64 arrays are read in place.
 fn with_indices<R>(
     obj: &Bound<'_, PyAny>,
     what: &str,
@@ -95,16 +100,12 @@ fn with_indices<R>(
     let (arr, kind) = asarray(obj)?;
     match kind.as_str() {
         "u" => {
-            let arr = arr
-                .call_method1("astype", ("uint64",))?
-                .cast_into::<PyArrayDyn<u64>>()?;
+            let arr = astype_in_place(&arr, "uint64")?.cast_into::<PyArrayDyn<u64>>()?;
             let ro = arr.readonly();
             f(ro.as_array())
         }
         "i" => {
-            let arr = arr
-                .call_method1("astype", ("int64",))?
-                .cast_into::<PyArrayDyn<i64>>()?;
+            let arr = astype_in_place(&arr, "int64")?.cast_into::<PyArrayDyn<i64>>()?;
             let ro = arr.readonly();
             let view = ro.as_array();
             if let Some((pos, v)) = view.indexed_iter().find(|(_, &v)| v < 0) {
@@ -113,8 +114,11 @@ fn with_indices<R>(
                     pos.slice()
                 )));
             }
-            // Every entry is >= 0, so the bit pattern is the value.
-            f(view.mapv(|v| v as u64).view())
+            // SAFETY: i64 and u64 have the same size and alignment, the view stays borrowed
+            // from `ro` for the call, and every entry is >= 0 (checked above), so each u64
+            // read is the index itself.
+            let unsigned = unsafe { view.raw_view().cast::<u64>().deref_into_view() };
+            f(unsigned)
         }
         _ => {
             let dtype = arr.getattr("dtype")?.str()?.to_string();

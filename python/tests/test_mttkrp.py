@@ -64,7 +64,13 @@ def test_input_layouts_and_dtypes():
     for indices in [idx, idx.T, np.ascontiguousarray(idx.T), idx.astype(np.uint32), idx.astype(np.int16)]:
         t = alto.SparseTensor.from_coo(indices, vals, shape)
         assert_close(t.mttkrp(factors, 2), ref)
-    t = alto.SparseTensor.from_coo(idx, vals, list(shape))
+    # Read-only inputs are read in place and left as they were.
+    ro_idx, ro_vals = idx.copy(), vals.copy()
+    ro_idx.setflags(write=False)
+    ro_vals.setflags(write=False)
+    t = alto.SparseTensor.from_coo(ro_idx, ro_vals, list(shape))
+    np.testing.assert_array_equal(ro_idx, idx)
+    assert_close(t.mttkrp(factors, 2), ref)
     # Fortran-ordered, strided and float32 factors are copied (converted) once.
     assert_close(t.mttkrp([np.asfortranarray(f) for f in factors], 2), ref)
     wide = [np.repeat(f, 2, axis=1)[:, ::2] for f in factors]
