@@ -1,5 +1,7 @@
 //! The ALS loop: [`cp_als`] and [`cp_als_from`] check their inputs, then one [`Als`] state
 //! runs the iterations (MTTKRP, solve, normalize, Gram, fit) on the caller's pool.
+//! [`cp_als_observed`] also shows each iteration to an observer, which may stop the run
+//! (progress output, Ctrl-C in the Python bindings).
 
 use super::initial_factors;
 use super::model::{CpModel, IterStats};
@@ -11,6 +13,7 @@ use crate::format::AnyAlto;
 use crate::matrix::Matrix;
 use crate::mttkrp::{mttkrp, Workspace};
 use rayon::prelude::*;
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 /// Row blocks per thread in the parallel passes (load balance vs. partials to reduce).
@@ -35,6 +38,23 @@ pub fn cp_als_from(
     init: Vec<Matrix>,
     opts: &CpdOptions,
     pool: &rayon::ThreadPool,
+) -> Result<CpModel> {
+    cp_als_observed(t, init, opts, pool, &mut |_| ControlFlow::Continue(()))
+}
+
+/// What [`cp_als_observed`] calls after every iteration, on a worker of the pool, with that
+/// iteration's stats; `Break` stops the run there.
+pub type IterObserver<'o> = dyn FnMut(&IterStats) -> ControlFlow<()> + Send + 'o;
+
+/// [`cp_als_from`] that calls `observer` after every iteration. When the observer returns
+/// `ControlFlow::Break(())` the run stops and returns the model as it stands after that
+/// iteration, with `converged` false (unless that iteration also met the tolerance).
+pub fn cp_als_observed(
+    t: &AnyAlto,
+    init: Vec<Matrix>,
+    opts: &CpdOptions,
+    pool: &rayon::ThreadPool,
+    observer: &mut IterObserver<'_>,
 ) -> Result<CpModel> {
     validate(t.dims(), t.nnz(), opts)?;
     if init.len() != t.order() {
@@ -66,7 +86,7 @@ pub fn cp_als_from(
             });
         }
     }
-    pool.install(|| Als::new(t, init, opts, pool).run())
+    pool.install(|| Als::new(t, init, opts, pool).run(observer))
 }
 
 /// Rows per block so that `rows` splits into at most `max_blocks` blocks of at least
@@ -301,7 +321,7 @@ impl<'a> Als<'a> {
         total
     }
 
-    fn run(mut self) -> Result<CpModel> {
+    fn run(mut self, observer: &mut IterObserver<'_>) -> Result<CpModel> {
         let norm_x_sq: f64 = self.t.values().par_iter().map(|v| v * v).sum();
         if !(norm_x_sq > 0.0 && norm_x_sq.is_finite()) {
             return Err(AltoError::InvalidArgument(format!(
@@ -354,7 +374,7 @@ impl<'a> Als<'a> {
             }
             let seconds = start.elapsed().as_secs_f64();
             let delta_fit = prev.map(|p| fit - p);
-            history.push(IterStats {
+            let stats = IterStats {
                 iter,
                 fit,
                 delta_fit,
@@ -362,9 +382,14 @@ impl<'a> Als<'a> {
                 mttkrp_seconds: mttkrp_s,
                 rest_seconds: (seconds - mttkrp_s).max(0.0),
                 pinv_solves,
-            });
+            };
+            let stop = observer(&stats).is_break();
+            history.push(stats);
             if delta_fit.is_some_and(|d| d.abs() < self.opts.tol) {
                 converged = true;
+                break;
+            }
+            if stop {
                 break;
             }
             prev = Some(fit);
@@ -384,6 +409,42 @@ impl<'a> Als<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn observer_sees_every_iteration_and_can_stop() {
+        let coo = crate::gen::uniform(&[6, 7, 8], 200, 3).unwrap();
+        let opts = crate::format::BuildOptions {
+            partitions: 2,
+            ..Default::default()
+        };
+        let (t, _) = AnyAlto::build(&coo, &opts).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let cpd = CpdOptions {
+            tol: 0.0,
+            max_iters: 10,
+            ..CpdOptions::new(3)
+        };
+        let init = || super::super::initial_factors(t.dims(), 3, 1);
+        let mut seen = Vec::new();
+        let model = cp_als_observed(&t, init(), &cpd, &pool, &mut |s| {
+            seen.push(s.iter);
+            if s.iter == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(seen, [0, 1, 2]);
+        assert_eq!(model.history.len(), 3);
+        assert!(!model.converged);
+        let full = cp_als_from(&t, init(), &cpd, &pool).unwrap();
+        assert_eq!(full.history.len(), 10);
+        assert_eq!(model.fits(), full.fits()[..3]);
+    }
 
     #[test]
     fn blocks_cover_every_row() {

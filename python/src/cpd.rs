@@ -1,0 +1,391 @@
+//! `cp_als` and its result, `CPResult`: a `(weights, factors)` pair that TensorLy takes as a
+//! CP tensor, with the fit history and the time of every iteration.
+
+use crate::arrays::matrix_to_numpy;
+use crate::tensor::{check_plan, factor_list, mttkrp_options, SparseTensor};
+use crate::{detached, panic_err, pool, py_err, thread_count};
+use alto::cpd::{cp_als_observed, initial_factors, validate, CpModel, CpdOptions, IterStats};
+use numpy::{IntoPyArray, PyArray1, PyArray2};
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How often the waiting thread looks for Ctrl-C (and prints progress) while CP-ALS runs.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// A fitted CP model: `X ~ sum_r weights[r] * outer(factors[0][:, r], ..., factors[N-1][:, r])`.
+///
+/// It is the pair `(weights, factors)`: `weights, factors = result` unpacks it, `result[0]`
+/// and `result[1]` index it, and TensorLy functions that take a CP tensor
+/// (`tensorly.cp_to_tensor(result)`, `tensorly.cp_tensor.CPTensor(result)`) accept it as it is.
+/// It also carries how the fit went: `fit_history`, `iteration_times`, `mttkrp_times`,
+/// `n_iter`, `converged` and `history` (the `iterations[]` of `alto cpd --json`).
+#[pyclass(module = "alto", name = "CPResult", frozen)]
+pub struct CpResult {
+    weights: Py<PyArray1<f64>>,
+    factors: Vec<Py<PyArray2<f64>>>,
+    shape: Vec<u64>,
+    history: Vec<IterStats>,
+    converged: bool,
+    norm_x: f64,
+}
+
+#[pymethods]
+impl CpResult {
+    /// The component weights lambda, float64 `(R,)`.
+    #[getter]
+    fn weights(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
+        self.weights.clone_ref(py)
+    }
+
+    /// The factor matrices, float64 `(I_n, R)` each, columns normalized into the weights.
+    #[getter]
+    fn factors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.factors.iter().map(|f| f.clone_ref(py)))
+    }
+
+    /// The rank R.
+    #[getter]
+    fn rank(&self, py: Python<'_>) -> usize {
+        self.weights.bind(py).len().unwrap_or(0)
+    }
+
+    /// The dims of the decomposed tensor.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
+
+    /// `1 - ||X - model|| / ||X||` after each iteration.
+    #[getter]
+    fn fit_history(&self) -> Vec<f64> {
+        self.history.iter().map(|s| s.fit).collect()
+    }
+
+    /// The fit after the last iteration.
+    #[getter]
+    fn fit(&self) -> f64 {
+        self.history.last().map_or(f64::NAN, |s| s.fit)
+    }
+
+    /// Wall seconds of each iteration.
+    #[getter]
+    fn iteration_times(&self) -> Vec<f64> {
+        self.history.iter().map(|s| s.seconds).collect()
+    }
+
+    /// Of which in the MTTKRPs, per iteration.
+    #[getter]
+    fn mttkrp_times(&self) -> Vec<f64> {
+        self.history.iter().map(|s| s.mttkrp_seconds).collect()
+    }
+
+    /// Iterations run.
+    #[getter]
+    fn n_iter(&self) -> usize {
+        self.history.len()
+    }
+
+    /// True when the run stopped on `|delta fit| < tol` rather than at `n_iter_max`.
+    #[getter]
+    fn converged(&self) -> bool {
+        self.converged
+    }
+
+    /// `||X||`, the Frobenius norm of the tensor (duplicates summed).
+    #[getter]
+    fn norm_x(&self) -> f64 {
+        self.norm_x
+    }
+
+    /// One dict per iteration, as `iterations[]` of `alto cpd --json`: `iter`, `fit`,
+    /// `delta_fit` (None on the first), `seconds`, `mttkrp_seconds`, `rest_seconds`,
+    /// `pinv_solves`.
+    #[getter]
+    fn history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for s in &self.history {
+            let d = PyDict::new(py);
+            d.set_item("iter", s.iter)?;
+            d.set_item("fit", s.fit)?;
+            d.set_item("delta_fit", s.delta_fit)?;
+            d.set_item("seconds", s.seconds)?;
+            d.set_item("mttkrp_seconds", s.mttkrp_seconds)?;
+            d.set_item("rest_seconds", s.rest_seconds)?;
+            d.set_item("pinv_solves", s.pinv_solves)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// The same model as a `tensorly.cp_tensor.CPTensor` (needs tensorly).
+    fn to_tensorly<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pair = (self.weights(py), self.factors(py)?);
+        py.import("tensorly.cp_tensor")?
+            .getattr("CPTensor")?
+            .call1((pair,))
+    }
+
+    fn __len__(&self) -> usize {
+        2
+    }
+
+    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
+        match index {
+            0 | -2 => Ok(self.weights(py).into_any()),
+            1 | -1 => Ok(self.factors(py)?.into_any().unbind()),
+            _ => Err(PyIndexError::new_err(format!(
+                "CPResult index {index} out of range: 0 is the weights, 1 the factors"
+            ))),
+        }
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pair = PyTuple::new(
+            py,
+            [
+                self.weights(py).into_any(),
+                self.factors(py)?.into_any().unbind(),
+            ],
+        )?;
+        Ok(pair.try_iter()?.into_any())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
+        format!(
+            "CPResult(rank={}, shape=({}), n_iter={}, fit={:.6}, converged={})",
+            self.rank(py),
+            dims.join(", "),
+            self.n_iter(),
+            self.fit(),
+            if self.converged { "True" } else { "False" }
+        )
+    }
+}
+
+/// The initial factors from `init`: `"random"` (uniform [0, 1), seeded by `random_state`), a
+/// `(weights, factors)` pair (a TensorLy CPTensor or CPResult included) or a list of factors.
+fn initial(
+    init: &Bound<'_, PyAny>,
+    t: &SparseTensor,
+    opts: &CpdOptions,
+) -> PyResult<Vec<alto::Matrix>> {
+    let order = t.t.order();
+    if init.cast::<PyString>().is_ok() {
+        return match init.extract::<String>()?.as_str() {
+            "random" => Ok(initial_factors(t.t.dims(), opts.rank, opts.seed)),
+            other => Err(PyValueError::new_err(format!(
+                "init: unknown initialization `{other}` (\"random\", or (weights, factors) \
+                 such as a CPTensor, or a list of factors)"
+            ))),
+        };
+    }
+    let factors = if init.hasattr("factors")? {
+        init.getattr("factors")?
+    } else {
+        let items: Vec<Bound<'_, PyAny>> = init.try_iter()?.collect::<PyResult<_>>()?;
+        // (weights, factors): the second item is a list or tuple of matrices, not a matrix.
+        match items.as_slice() {
+            [_, second] if second.cast::<PyList>().is_ok() || second.cast::<PyTuple>().is_ok() => {
+                second.clone()
+            }
+            _ => init.clone(),
+        }
+    };
+    factor_list(&factors, order).map_err(|e| {
+        // The same exception type, its message prefixed with the argument.
+        let py = init.py();
+        let msg = e.value(py).to_string();
+        PyErr::from_type(e.get_type(py), format!("init: {msg}"))
+    })
+}
+
+/// CP decomposition by alternating least squares (as `tensorly.decomposition.parafac` with
+/// `init="random"`, on the sparse tensor directly).
+///
+/// Fits `rank` components for at most `n_iter_max` iterations, stopping when the fit changes
+/// by less than `tol` between two iterations (`tol=0` runs to the cap). `init`: `"random"`
+/// (uniform [0, 1) factors drawn from `random_state`, an int seed; None draws one) or initial
+/// factors: `(weights, factors)` (a TensorLy CPTensor or a CPResult) or a list of `(I_n, rank)`
+/// arrays (copied once; the first mode's is not read, as it is solved first). `threads`: worker
+/// threads (default: all CPUs). `verbose`: print the fit and time of every iteration.
+/// `sync` and `kernel`: the MTTKRP choices, as `SparseTensor.mttkrp`.
+///
+/// Returns a `CPResult`, the `(weights, factors)` pair with the fit history and per-iteration
+/// times. Runs with the GIL released; Ctrl-C stops it after the current iteration and raises
+/// `KeyboardInterrupt`. Raises `ValueError` for a rank outside `1 <= rank <= min(nnz, min over
+/// n of prod_{m != n} I_m)`, `n_iter_max < 1`, a negative or non-finite `tol` or bad `init`.
+#[pyfunction]
+#[pyo3(signature = (
+    tensor, rank, *, n_iter_max=50, tol=1e-5, init=None, random_state=None, threads=None,
+    verbose=false, sync="auto", kernel="auto"
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn cp_als(
+    py: Python<'_>,
+    tensor: &SparseTensor,
+    rank: i64,
+    n_iter_max: i64,
+    tol: f64,
+    init: Option<&Bound<'_, PyAny>>,
+    random_state: Option<i64>,
+    threads: Option<i64>,
+    verbose: bool,
+    sync: &str,
+    kernel: &str,
+) -> PyResult<CpResult> {
+    let t = &tensor.t;
+    let rank = usize::try_from(rank)
+        .map_err(|_| PyValueError::new_err(format!("rank: must be at least 1, got {rank}")))?;
+    let max_iters = usize::try_from(n_iter_max).map_err(|_| {
+        PyValueError::new_err(format!("n_iter_max: must be at least 1, got {n_iter_max}"))
+    })?;
+    let seed = match random_state {
+        Some(s) => u64::try_from(s).map_err(|_| {
+            PyValueError::new_err(format!("random_state must be >= 0 or None, got {s}"))
+        })?,
+        None => fresh_seed(),
+    };
+    let mut opts = CpdOptions {
+        max_iters,
+        tol,
+        seed,
+        ..CpdOptions::new(rank)
+    };
+    validate(t.dims(), t.nnz(), &opts).map_err(py_err)?;
+    opts.mttkrp = mttkrp_options(sync, kernel, rank)?;
+    let threads = thread_count(threads)?;
+    let pool = pool(threads)?;
+    check_plan(alto::memory::cp_als_plan(t, rank), "lower the rank")?;
+    let init = match init {
+        Some(i) => initial(i, tensor, &opts)?,
+        None => initial_factors(t.dims(), rank, seed),
+    };
+    let model = run_interruptibly(py, tensor, init, &opts, &pool, verbose)?;
+    let CpModel {
+        lambda,
+        factors,
+        history,
+        converged,
+        norm_x_sq,
+        ..
+    } = model;
+    Ok(CpResult {
+        weights: lambda.into_pyarray(py).unbind(),
+        factors: factors
+            .into_iter()
+            .map(|f| matrix_to_numpy(py, f).map(Bound::unbind))
+            .collect::<PyResult<_>>()?,
+        shape: t.dims().to_vec(),
+        history,
+        converged,
+        norm_x: norm_x_sq.sqrt(),
+    })
+}
+
+/// A seed for `random_state=None`: different on every call, as NumPy's fresh entropy.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+/// Runs CP-ALS on a thread of its own while this (the caller's) thread, GIL released, waits:
+/// every [`SIGNAL_POLL`] it takes the GIL to look for signals (Python runs its Ctrl-C handler
+/// on the main thread only, so the check cannot happen on a pool worker) and prints the
+/// iterations that finished when `verbose`. A pending `KeyboardInterrupt` (or another signal
+/// handler's exception) asks the run to stop after its current iteration and is raised then.
+fn run_interruptibly(
+    py: Python<'_>,
+    tensor: &SparseTensor,
+    init: Vec<alto::Matrix>,
+    opts: &CpdOptions,
+    pool: &rayon::ThreadPool,
+    verbose: bool,
+) -> PyResult<CpModel> {
+    let stop_flag = AtomicBool::new(false);
+    let stop = &stop_flag;
+    let (tx, rx) = mpsc::channel::<IterStats>();
+    let mut pending: Option<PyErr> = None;
+    let pending_ref = &mut pending;
+    let result = detached(py, move || {
+        std::thread::scope(|s| {
+            let worker = s.spawn(move || {
+                let mut observer = |st: &IterStats| {
+                    // The receiver lives until this thread is joined.
+                    let _ = tx.send(st.clone());
+                    if stop.load(Ordering::Relaxed) {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                };
+                let r = cp_als_observed(&tensor.t, init, opts, pool, &mut observer);
+                drop(tx);
+                r
+            });
+            loop {
+                let done = match rx.recv_timeout(SIGNAL_POLL) {
+                    Ok(st) => {
+                        if verbose {
+                            report(&st, pending_ref);
+                        }
+                        false
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => false,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => true,
+                };
+                if pending_ref.is_none() {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        *pending_ref = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                if done {
+                    break;
+                }
+            }
+            worker.join()
+        })
+    })?;
+    if let Some(e) = pending {
+        return Err(e);
+    }
+    match result {
+        Ok(r) => r.map_err(py_err),
+        Err(payload) => Err(panic_err(payload)),
+    }
+}
+
+/// Prints one iteration through Python's `print` (so notebooks show it); a failure to print
+/// is kept to be raised after the run.
+fn report(st: &IterStats, pending: &mut Option<PyErr>) {
+    let delta = st
+        .delta_fit
+        .map_or_else(|| "-".to_string(), |d| format!("{d:+.3e}"));
+    let line = format!(
+        "iteration {:>3}: fit {:.10}  delta {:>10}  {:.3} ms (MTTKRP {:.3} ms)",
+        st.iter + 1,
+        st.fit,
+        delta,
+        st.seconds * 1e3,
+        st.mttkrp_seconds * 1e3
+    );
+    let printed = Python::attach(|py| -> PyResult<()> {
+        py.import("builtins")?.getattr("print")?.call1((line,))?;
+        Ok(())
+    });
+    if let Err(e) = printed {
+        pending.get_or_insert(e);
+    }
+}
