@@ -443,7 +443,10 @@ mod tests {
         assert!(!model.converged);
         let full = cp_als_from(&t, init(), &cpd, &pool).unwrap();
         assert_eq!(full.history.len(), 10);
-        assert_eq!(model.fits(), full.fits()[..3]);
+        // The same iterations (to rounding: parallel sums may associate differently).
+        for (a, b) in model.fits().iter().zip(&full.fits()[..3]) {
+            assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+        }
     }
 
     #[test]

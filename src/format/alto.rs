@@ -350,44 +350,33 @@ impl<'a, I: HwBits> EncodedCoo<'a, I> {
 
     /// The linearized indices alone, in nonzero order.
     fn keys(&self) -> Vec<I> {
-        const CHUNK: usize = 1 << 14;
-        let n = self.vals.len();
-        let mut keys: Vec<I> = Vec::with_capacity(n);
-        keys.spare_capacity_mut()[..n]
-            .par_chunks_mut(CHUNK)
-            .enumerate()
-            .for_each(|(c, out)| {
-                let mut slots = out.iter_mut();
-                let start = c * CHUNK;
-                self.for_each_in(start..start + slots.len(), |p| {
-                    slots.next().expect("one slot per key").write(p.0);
-                });
-                assert!(slots.next().is_none(), "one key per slot");
-            });
-        // SAFETY: the chunks tile 0..n and each wrote every one of its slots (checked above).
-        unsafe { keys.set_len(n) };
-        keys
+        self.collect_mapped(|p| p.0)
     }
 
     /// All pairs, in nonzero order (for the comparison sort).
     fn collect(&self) -> Vec<(I, f64)> {
+        self.collect_mapped(|p| p)
+    }
+
+    /// `f` of every pair, in nonzero order, encoded in parallel chunks.
+    fn collect_mapped<T: Send>(&self, f: impl Fn((I, f64)) -> T + Sync) -> Vec<T> {
         const CHUNK: usize = 1 << 14;
         let n = self.vals.len();
-        let mut pairs: Vec<(I, f64)> = Vec::with_capacity(n);
-        pairs.spare_capacity_mut()[..n]
+        let mut items: Vec<T> = Vec::with_capacity(n);
+        items.spare_capacity_mut()[..n]
             .par_chunks_mut(CHUNK)
             .enumerate()
             .for_each(|(c, out)| {
                 let mut slots = out.iter_mut();
                 let start = c * CHUNK;
                 self.for_each_in(start..start + slots.len(), |p| {
-                    slots.next().expect("one slot per pair").write(p);
+                    slots.next().expect("one slot per pair").write(f(p));
                 });
                 assert!(slots.next().is_none(), "one pair per slot");
             });
         // SAFETY: the chunks tile 0..n and each wrote every one of its slots (checked above).
-        unsafe { pairs.set_len(n) };
-        pairs
+        unsafe { items.set_len(n) };
+        items
     }
 }
 
