@@ -1,7 +1,9 @@
 //! `alto cpd`: CP-ALS with the fit and the MTTKRP / rest split of every iteration; writes
 //! `lambda.npy` and `factor{n}.npy` with `--out`.
 
-use super::choices::{parse_kernel, parse_row_kernel, SyncArg, KERNEL_HELP, ROW_KERNEL_HELP};
+use super::choices::{
+    parse_kernel, parse_row_kernel, PadArg, SyncArg, KERNEL_HELP, ROW_KERNEL_HELP,
+};
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
 use alto::dispatch::KernelChoice;
@@ -44,6 +46,9 @@ pub struct CpdArgs {
     pub kernel: KernelChoice,
     #[arg(long, default_value = "auto", value_parser = parse_row_kernel, help = ROW_KERNEL_HELP)]
     pub row_kernel: String,
+    /// Rows padded to whole vectors for ranks that are not (see `alto mttkrp --pad`).
+    #[arg(long, value_enum, default_value_t = PadArg::Auto)]
+    pub pad: PadArg,
     /// Write DIR/lambda.npy (R) and DIR/factor<n>.npy (I_n x R).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -136,6 +141,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
             sync,
             kernel,
             decode: dispatch.decode,
+            pad: a.pad.choice(),
             ..Default::default()
         },
         row_kernel,
