@@ -628,7 +628,7 @@ fn pull<I: HwBits, C: Clock>(
     tasks.extend(
         staged
             .iter_mut()
-            .map(|(p, lo, _, buf)| PullTask::new(*p, *lo, &mut **buf, true)),
+            .map(|(p, lo, _, buf)| PullTask::new(*p, *lo, buf, true)),
     );
     // The rows no exclusive segment writes are shared out among the segment tasks, round
     // robin, and zeroed before their kernels: one task per segment keeps the region balanced
