@@ -6,7 +6,7 @@
 
 use super::oracle::check_factors;
 use super::padding::{
-    copy_padded, copy_unpadded, padded_rank, pays_to_pad, reshape, widest_rows, LINE_DOUBLES,
+    copy_columns, padded_rank, pays_to_pad, reshape, widest_rows, LINE_DOUBLES,
     PAD_NONZEROS_PER_ROW,
 };
 pub use super::phases::PhaseTimes;
@@ -292,7 +292,7 @@ fn drive<I: HwBits, C: Clock>(
     let mut padded_out = ws.padded_out.take();
     pool.install(|| {
         for (m, u) in factors.iter().enumerate().filter(|&(m, _)| m != mode) {
-            copy_padded(u, reshape(&mut copies[m], u.rows(), width));
+            copy_columns(u, reshape(&mut copies[m], u.rows(), width));
         }
     });
     let pout = reshape(&mut padded_out, out.rows(), width);
@@ -309,7 +309,7 @@ fn drive<I: HwBits, C: Clock>(
         drive_rows(t, &run, &slices, mode, width, pout, opts, ws, pool, clock)
     };
     if done.is_ok() {
-        pool.install(|| copy_unpadded(pout, out));
+        pool.install(|| copy_columns(pout, out));
     }
     ws.padded_factors = copies;
     ws.padded_out = padded_out;

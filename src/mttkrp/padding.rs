@@ -64,31 +64,24 @@ pub fn widest_rows(rank: usize, nnz: u64, rows: u64) -> usize {
 /// Rows per parallel copy task.
 const COPY_ROWS: usize = 4096;
 
-/// Copies `src` into `dst` (same rows, `dst.cols() >= src.cols()`), the extra columns zero.
-pub(crate) fn copy_padded(src: &Matrix, dst: &mut Matrix) {
-    let (r, rp) = (src.cols(), dst.cols());
-    debug_assert!(dst.rows() == src.rows() && rp >= r);
+/// Copies the rows of `src` into `dst` (same rows): the first `min` of the two column counts,
+/// and zeros in any further columns of `dst`. Pads (`dst` wider) or unpads (`dst` narrower).
+pub(crate) fn copy_columns(src: &Matrix, dst: &mut Matrix) {
+    let (from, to) = (src.cols(), dst.cols());
+    let common = from.min(to);
+    debug_assert_eq!(dst.rows(), src.rows());
+    if common == 0 {
+        // No column to copy (and `chunks_exact(0)` would panic).
+        dst.as_mut_slice().fill(0.0);
+        return;
+    }
     dst.as_mut_slice()
-        .par_chunks_mut(COPY_ROWS * rp)
-        .zip(src.as_slice().par_chunks(COPY_ROWS * r))
+        .par_chunks_mut(COPY_ROWS * to)
+        .zip(src.as_slice().par_chunks(COPY_ROWS * from))
         .for_each(|(d, s)| {
-            for (drow, srow) in d.chunks_exact_mut(rp).zip(s.chunks_exact(r)) {
-                drow[..r].copy_from_slice(srow);
-                drow[r..].fill(0.0);
-            }
-        });
-}
-
-/// Copies the first `dst.cols()` columns of `src` into `dst` (same rows).
-pub(crate) fn copy_unpadded(src: &Matrix, dst: &mut Matrix) {
-    let (r, rp) = (dst.cols(), src.cols());
-    debug_assert!(dst.rows() == src.rows() && rp >= r);
-    dst.as_mut_slice()
-        .par_chunks_mut(COPY_ROWS * r)
-        .zip(src.as_slice().par_chunks(COPY_ROWS * rp))
-        .for_each(|(d, s)| {
-            for (drow, srow) in d.chunks_exact_mut(r).zip(s.chunks_exact(rp)) {
-                drow.copy_from_slice(&srow[..r]);
+            for (drow, srow) in d.chunks_exact_mut(to).zip(s.chunks_exact(from)) {
+                drow[..common].copy_from_slice(&srow[..common]);
+                drow[common..].fill(0.0);
             }
         });
 }
@@ -154,13 +147,13 @@ mod tests {
     fn copies_round_trip_with_zero_padding() {
         let a = Matrix::random(5000, 10, 3);
         let mut p = Matrix::random(5000, 16, 4); // stale contents must be overwritten
-        copy_padded(&a, &mut p);
+        copy_columns(&a, &mut p);
         for i in [0, 4095, 4096, 4999] {
             assert_eq!(&p.row(i)[..10], a.row(i));
             assert!(p.row(i)[10..].iter().all(|&x| x == 0.0));
         }
         let mut back = Matrix::zeros(5000, 10);
-        copy_unpadded(&p, &mut back);
+        copy_columns(&p, &mut back);
         assert_eq!(back, a);
     }
 }
