@@ -118,6 +118,7 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
                                 decode: Some(decode),
                                 min_fiber_reuse: None,
                                 prefetch: Some((turn % 3) * 4),
+                                lazy_zero: None,
                             };
                             let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
                             got.as_mut_slice().fill(f64::NAN); // the driver must zero it
