@@ -39,18 +39,10 @@ def loglik(subs, vals, lam, U):
     return float(np.sum(vals[keep] * np.log(m.sum(axis=1)[keep])) - total.sum())
 
 
-def main():
-    path, init = sys.argv[1], sys.argv[2]
-    iters, inner = int(sys.argv[3]), int(sys.argv[4])
-    tol, kappa, kappa_tol, eps = (float(x) for x in sys.argv[5:9])
-    U = []
-    while True:
-        try:
-            U.append(np.load(f"{init}/factor{len(U)}.npy").astype(float))
-        except FileNotFoundError:
-            break
+def cp_apr(subs, vals, U, iters, inner, tol, kappa, kappa_tol, eps):
+    """The log-likelihood after every outer iteration from the initial factors U."""
     order = len(U)
-    subs, vals = read_tns(path, order)
+    U = [u.astype(float) for u in U]
     lam = np.ones(U[0].shape[1])
     for n in range(order):
         s = U[n].sum(axis=0)
@@ -85,7 +77,21 @@ def main():
         out.append(loglik(subs, vals, lam, U))
         if all_first:
             break
-    print(json.dumps(out))
+    return out
+
+
+def main():
+    path, init = sys.argv[1], sys.argv[2]
+    iters, inner = int(sys.argv[3]), int(sys.argv[4])
+    tol, kappa, kappa_tol, eps = (float(x) for x in sys.argv[5:9])
+    U = []
+    while True:
+        try:
+            U.append(np.load(f"{init}/factor{len(U)}.npy"))
+        except FileNotFoundError:
+            break
+    subs, vals = read_tns(path, len(U))
+    print(json.dumps(cp_apr(subs, vals, U, iters, inner, tol, kappa, kappa_tol, eps)))
 
 
 if __name__ == "__main__":

@@ -91,8 +91,8 @@ pub enum CpdKernel {
 pub const CPD_KERNEL_HELP: &str = "MTTKRP kernel: `auto`, an ISA (scalar, pulp, avx2, avx512: its \
 best variant for the rank), or a kernel name `<isa>_r<R>` / `<isa>_rdyn` such as `avx512_r16` \
 (optionally with the strategy prefix printed in reports, `pull_scalar_r16`). With --model apr, \
-the Phi kernel: `auto` (= phi_fused), `phi_fused` (one portable pass), `phi_cached` (Pi cached \
-per nonzero), or `phi_<mttkrp kernel>` (weights, then that MTTKRP kernel), e.g. \
+the Phi kernel: `auto` (phi_cached when the factors exceed 32 MiB and the cache fits in 4 GiB, \
+else phi_fused), `phi_fused` (one portable pass), `phi_cached` (Pi cached per nonzero), or `phi_<mttkrp kernel>` (weights, then that MTTKRP kernel), e.g. \
 `phi_pull_avx512_r16`";
 
 pub fn parse_cpd_kernel(s: &str) -> Result<CpdKernel, String> {

@@ -34,4 +34,7 @@ pub use options::{
     DEFAULT_INNER_ITERS, DEFAULT_KAPPA, DEFAULT_KAPPA_TOL,
 };
 pub use oracle::{loglik_oracle, phi_oracle};
-pub use phi::{log_likelihood, PhiEngine, PhiKind, PhiOptions, PhiRun};
+pub use phi::{
+    choose_phi_kind, log_likelihood, PhiEngine, PhiKind, PhiOptions, PhiRun, CACHE_PI_ABOVE_BYTES,
+    MAX_PI_CACHE_BYTES,
+};

@@ -39,8 +39,10 @@ const CHUNK: usize = 1 << 14;
 /// Which Phi kernel runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PhiKind {
-    /// One portable pass forming Pi per nonzero.
+    /// [`choose_phi_kind`] for the tensor and rank.
     #[default]
+    Auto,
+    /// One portable pass forming Pi per nonzero.
     Fused,
     /// One portable pass over a per-nonzero Pi cache filled once per mode.
     Cached,
@@ -49,7 +51,7 @@ pub enum PhiKind {
 }
 
 impl PhiKind {
-    /// Parses `auto` (the default, [`PhiKind::Fused`]), `fused`, `cached`, or an MTTKRP kernel
+    /// Parses `auto` (the default, [`choose_phi_kind`]), `fused`, `cached`, or an MTTKRP kernel
     /// choice (`avx512`, `scalar_r16`, ...), each optionally prefixed as printed in reports:
     /// `phi_`, then a strategy (`pull_`, `atomic_`, `flagged_`; the strategy comes from the
     /// sync option, so the prefix is accepted and ignored, as for MTTKRP kernel names).
@@ -60,7 +62,7 @@ impl PhiKind {
             .find_map(|p| bare.strip_prefix(p))
             .unwrap_or(bare);
         match bare {
-            "auto" => Ok(PhiKind::default()),
+            "auto" => Ok(PhiKind::Auto),
             "fused" => Ok(PhiKind::Fused),
             "cached" => Ok(PhiKind::Cached),
             other => KernelChoice::parse(other)
@@ -71,6 +73,35 @@ impl PhiKind {
                     ))
                 }),
         }
+    }
+}
+
+/// Bytes of the factor matrices beyond which [`choose_phi_kind`] caches Pi: about where the
+/// factor rows a nonzero reads stop hitting in cache. Measured on the benchmark stand-ins at
+/// rank 16 (2M nonzeros, one thread): nell-2 (factors 0.2 MB) Phi per outer iteration 0.80 s
+/// fused vs 1.05 s cached; darpa (factors 214 MB, one long mode) 3.39 s fused vs 2.31 s cached.
+pub const CACHE_PI_ABOVE_BYTES: u64 = 32 << 20;
+/// The largest Pi cache (`nnz x R` doubles) [`choose_phi_kind`] allocates.
+pub const MAX_PI_CACHE_BYTES: u64 = 4 << 30;
+
+/// The `auto` rule: [`PhiKind::Cached`] when the factors (`sum_n I_n x R` doubles) exceed
+/// `cache_above` bytes and the Pi cache (`nnz x R` doubles) fits in `max_cache`, else
+/// [`PhiKind::Fused`] (recomputing Pi from cache-resident factor rows is cheaper than reading
+/// `8 R` bytes per nonzero).
+pub fn choose_phi_kind(
+    dims: &[u64],
+    nnz: usize,
+    rank: usize,
+    cache_above: u64,
+    max_cache: u64,
+) -> PhiKind {
+    let rows = dims.iter().fold(0u64, |s, &d| s.saturating_add(d));
+    let factor_bytes = rows.saturating_mul(rank as u64 * 8);
+    let cache_bytes = (nnz as u64).saturating_mul(rank as u64 * 8);
+    if factor_bytes > cache_above && cache_bytes <= max_cache {
+        PhiKind::Cached
+    } else {
+        PhiKind::Fused
     }
 }
 
@@ -107,10 +138,19 @@ pub struct PhiEngine<'t> {
 }
 
 impl<'t> PhiEngine<'t> {
-    /// Checks the kernel against the rank and this CPU.
-    pub fn new(t: &'t AnyAlto, rank: usize, opts: PhiOptions) -> Result<Self> {
+    /// Checks the kernel against the rank and this CPU; resolves [`PhiKind::Auto`].
+    pub fn new(t: &'t AnyAlto, rank: usize, mut opts: PhiOptions) -> Result<Self> {
         if let PhiKind::Mttkrp(k) = opts.kind {
             k.resolve(rank)?;
+        }
+        if opts.kind == PhiKind::Auto {
+            opts.kind = choose_phi_kind(
+                t.dims(),
+                t.nnz(),
+                rank,
+                CACHE_PI_ABOVE_BYTES,
+                MAX_PI_CACHE_BYTES,
+            );
         }
         Ok(PhiEngine {
             t,
@@ -123,13 +163,9 @@ impl<'t> PhiEngine<'t> {
         })
     }
 
-    /// Bytes of the Pi cache of the `Cached` kind (0 for the others).
-    pub fn cache_bytes(t: &AnyAlto, rank: usize, kind: PhiKind) -> u64 {
-        match kind {
-            PhiKind::Cached => (t.nnz() as u64).saturating_mul(rank as u64 * 8),
-            PhiKind::Mttkrp(_) => t.nnz() as u64 * 8,
-            PhiKind::Fused => 0,
-        }
+    /// The kernel that runs (`Auto` resolved).
+    pub fn kind(&self) -> PhiKind {
+        self.opts.kind
     }
 
     fn decode(&self) -> DecodeKind {
@@ -181,7 +217,7 @@ impl<'t> PhiEngine<'t> {
                 self.rank
             )));
         }
-        for (what, m) in [("B", &*b), ("the output", &*out)] {
+        for (what, m) in [("B", b), ("the output", &*out)] {
             if m.rows() != rows || m.cols() != rank {
                 return Err(AltoError::InvalidArgument(format!(
                     "{what} is {} x {}, expected {rows} x {rank}",
@@ -288,22 +324,41 @@ fn pi_row<I: HwBits, D: Decode<I>>(
     for (m, a) in factors.iter().enumerate() {
         if m != mode {
             let j = dec.coord(x, m) as usize;
-            let a = &a[j * rank..(j + 1) * rank];
-            for r in 0..rank {
-                row[r] *= a[r];
+            for (x, y) in row.iter_mut().zip(&a[j * rank..(j + 1) * rank]) {
+                *x *= y;
             }
         }
     }
 }
 
+/// `a . b` in [`DOT_LANES`] independent partial sums (a single running sum is a chain of
+/// dependent adds, which measured as most of a Phi pass at rank 16), then the lanes in a
+/// fixed tree.
 #[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for r in 0..a.len() {
-        s += a[r] * b[r];
+    let mut acc = [0.0; DOT_LANES];
+    let (a8, b8) = (a.chunks_exact(DOT_LANES), b.chunks_exact(DOT_LANES));
+    let tail: f64 = a8
+        .remainder()
+        .iter()
+        .zip(b8.remainder())
+        .fold(0.0, |s, (x, y)| s + x * y);
+    for (x, y) in a8.zip(b8) {
+        for k in 0..DOT_LANES {
+            acc[k] += x[k] * y[k];
+        }
     }
-    s
+    let half = [
+        acc[0] + acc[4],
+        acc[1] + acc[5],
+        acc[2] + acc[6],
+        acc[3] + acc[7],
+    ];
+    (half[0] + half[2]) + (half[1] + half[3]) + tail
 }
+
+/// Independent partial sums of [`dot`] (one AVX-512 vector, two AVX2 vectors).
+const DOT_LANES: usize = 8;
 
 /// The Pi cache of `mode`: row k is `Pi` of nonzero k.
 fn fill_pi<I: HwBits>(
@@ -327,21 +382,48 @@ fn fill_pi<I: HwBits>(
     })
 }
 
+/// Ranks with a specialization of the portable passes (`R` a constant: the rank loops unroll
+/// and their slices carry no bounds checks; measured about 1.2x at rank 16 over the runtime
+/// rank); others run with `R = 0`, the runtime rank.
+macro_rules! by_rank {
+    ($rank:expr, $f:ident::<$($g:ty),*>($($arg:expr),*)) => {
+        match $rank {
+            8 => $f::<$($g,)* 8>($($arg),*),
+            16 => $f::<$($g,)* 16>($($arg),*),
+            32 => $f::<$($g,)* 32>($($arg),*),
+            64 => $f::<$($g,)* 64>($($arg),*),
+            _ => $f::<$($g,)* 0>($($arg),*),
+        }
+    };
+}
+
 /// `w[k] = v_k / max(B(i_n, :) . Pi(x_k, :), eps)` for every nonzero.
 fn fill_weights<I: HwBits>(t: &AltoTensor<I>, decode: DecodeKind, p: &Pass<'_>, w: &mut [f64]) {
+    by_rank!(p.rank, fill_weights_r::<I>(t, decode, p, w))
+}
+
+/// [`fill_weights`] for rank `R` (0: the runtime rank).
+fn fill_weights_r<I: HwBits, const R: usize>(
+    t: &AltoTensor<I>,
+    decode: DecodeKind,
+    p: &Pass<'_>,
+    w: &mut [f64],
+) {
     let f: Vec<&[f64]> = p.factors.iter().map(|u| u.as_slice()).collect();
-    let (mode, rank, eps) = (p.mode, p.rank, p.eps);
+    let rank = if R == 0 { p.rank } else { R };
+    let (mode, eps) = (p.mode, p.eps);
     with_decoder!(t, decode, dec => {
         t.indices()
             .par_chunks(CHUNK)
             .zip(t.values().par_chunks(CHUNK))
             .zip(w.par_chunks_mut(CHUNK))
             .for_each(|((xs, vs), ws)| {
-                let mut row = vec![0.0; rank];
+                let mut buf = vec![0.0; rank];
+                let row = &mut buf[..rank];
                 for ((&x, &v), w) in xs.iter().zip(vs).zip(ws) {
-                    pi_row(x, &dec, &f, mode, &mut row);
+                    pi_row(x, &dec, &f, mode, row);
                     let i = dec.coord(x, mode) as usize;
-                    let model = dot(&p.b[i * rank..(i + 1) * rank], &row);
+                    let model = dot(&p.b[i * rank..(i + 1) * rank], row);
                     *w = v / model.max(eps);
                 }
             })
@@ -351,7 +433,6 @@ fn fill_weights<I: HwBits>(t: &AltoTensor<I>, decode: DecodeKind, p: &Pass<'_>, 
 /// The one-pass kernels over nonzeros `range` of `t` into `sink`: Pi from the factors
 /// (`pi` is `None`) or from the cache, then the weighted row.
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
 fn segment<I: HwBits, D: Decode<I>, S: RowSink>(
     t: &AltoTensor<I>,
     range: std::ops::Range<usize>,
@@ -362,8 +443,28 @@ fn segment<I: HwBits, D: Decode<I>, S: RowSink>(
     boundary_mask: I,
     sink: &mut S,
 ) {
-    let (mode, rank, eps) = (p.mode, p.rank, p.eps);
-    let mut row = vec![0.0; rank];
+    by_rank!(
+        p.rank,
+        segment_r::<I, D, S>(t, range, dec, f, p, pi, boundary_mask, sink)
+    )
+}
+
+/// [`segment`] for rank `R` (0: the runtime rank).
+#[allow(clippy::too_many_arguments)]
+fn segment_r<I: HwBits, D: Decode<I>, S: RowSink, const R: usize>(
+    t: &AltoTensor<I>,
+    range: std::ops::Range<usize>,
+    dec: &D,
+    f: &[&[f64]],
+    p: &Pass<'_>,
+    pi: Option<&[f64]>,
+    boundary_mask: I,
+    sink: &mut S,
+) {
+    let rank = if R == 0 { p.rank } else { R };
+    let (mode, eps) = (p.mode, p.eps);
+    let mut buf = vec![0.0; rank];
+    let row = &mut buf[..rank];
     let xs = &t.indices()[range.clone()];
     let vs = &t.values()[range.clone()];
     for (k, (&x, &v)) in xs.iter().zip(vs).enumerate() {
@@ -372,15 +473,15 @@ fn segment<I: HwBits, D: Decode<I>, S: RowSink>(
                 let at = (range.start + k) * rank;
                 row.copy_from_slice(&pi[at..at + rank]);
             }
-            None => pi_row(x, dec, f, mode, &mut row),
+            None => pi_row(x, dec, f, mode, row),
         }
         let i = dec.coord(x, mode);
         let brow = &p.b[i as usize * rank..(i as usize + 1) * rank];
-        let w = v / dot(brow, &row).max(eps);
+        let w = v / dot(brow, row).max(eps);
         for r in row.iter_mut() {
             *r *= w;
         }
-        sink.add(i, 0, &row, x.intersects(boundary_mask));
+        sink.add(i, 0, row, x.intersects(boundary_mask));
     }
 }
 
@@ -514,7 +615,8 @@ mod tests {
 
     #[test]
     fn kinds_parse() {
-        assert_eq!(PhiKind::parse("auto").unwrap(), PhiKind::Fused);
+        assert_eq!(PhiKind::parse("auto").unwrap(), PhiKind::Auto);
+        assert_eq!(PhiKind::parse("phi_auto").unwrap(), PhiKind::Auto);
         assert_eq!(PhiKind::parse("phi_pull_cached").unwrap(), PhiKind::Cached);
         assert_eq!(PhiKind::parse("atomic_fused").unwrap(), PhiKind::Fused);
         assert_eq!(
@@ -522,5 +624,25 @@ mod tests {
             PhiKind::Mttkrp(KernelChoice::parse("scalar_rdyn").unwrap())
         );
         assert!(PhiKind::parse("phi_nonsense").is_err());
+    }
+
+    #[test]
+    fn auto_caches_pi_only_for_large_factors_and_a_cache_that_fits() {
+        let (above, max) = (1000, 10_000);
+        // Factors 8 * 4 * (10 + 10) = 640 bytes: recompute.
+        assert_eq!(
+            choose_phi_kind(&[10, 10], 100, 4, above, max),
+            PhiKind::Fused
+        );
+        // Factors 8 * 4 * 40 = 1280 bytes, cache 8 * 4 * 100 = 3200: cache.
+        assert_eq!(
+            choose_phi_kind(&[20, 20], 100, 4, above, max),
+            PhiKind::Cached
+        );
+        // The cache would take 8 * 4 * 1000 = 32000 bytes: recompute.
+        assert_eq!(
+            choose_phi_kind(&[20, 20], 1000, 4, above, max),
+            PhiKind::Fused
+        );
     }
 }
