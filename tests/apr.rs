@@ -193,6 +193,11 @@ fn planted_poisson_model_is_recovered() {
         let what = format!("{dims:?} rank {rank}");
         assert_loglik_never_decreases(&best, &what);
         let fms = factor_match_score(&best.factors, &planted);
+        eprintln!(
+            "{what}: factor match score {fms:.4}, log-likelihood {:.6e} after {} iterations",
+            best.final_loglik(),
+            best.history.len()
+        );
         assert!(fms >= 0.95, "{what}: factor match score {fms}");
         for a in &best.factors {
             assert!(a.as_slice().iter().all(|&x| x >= 0.0), "{what}");
