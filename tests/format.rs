@@ -213,6 +213,7 @@ fn memory_estimate_refuses_impossible_builds() {
     assert!(alto::format::alto::check_memory_against(10, 20).is_ok());
     assert_eq!(
         alto::format::estimate_build_bytes(1000, IndexWidth::U64),
-        1000 * (16 + 16)
+        // Sorted (key, position) pairs, the encoded keys, the final indices and values.
+        1000 * (16 + 8 + 8 + 8)
     );
 }

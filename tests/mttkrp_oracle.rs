@@ -118,7 +118,8 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
                                 decode: Some(decode),
                                 min_fiber_reuse: None,
                                 prefetch: Some((turn % 3) * 4),
-                                lazy_zero: None,
+                                // Lazy zeroing of atomic outputs: default chunk, off, tiny.
+                                lazy_zero: [None, Some(0), Some(5)][(turn / 3) % 3],
                             };
                             let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
                             got.as_mut_slice().fill(f64::NAN); // the driver must zero it
