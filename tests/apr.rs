@@ -524,6 +524,21 @@ fn cli_fits_counts_and_refuses_negative_values() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
+    // The memory plan names what CP-APR would allocate (here a 1.8 MiB Pi cache).
+    let o = alto(&[
+        "cpd",
+        tns_s,
+        "--model",
+        "apr",
+        "--rank",
+        "150",
+        "--kernel",
+        "phi_cached",
+        "--max-memory",
+        "1M",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("Pi cache"), "{}", stderr(&o));
     // CP-APR options are refused for CP-ALS, Phi kernels too.
     for extra in [&["--inner", "3"][..], &["--kernel", "phi_fused"]] {
         let mut args = vec!["cpd", tns_s, "--rank", "2"];
