@@ -17,16 +17,18 @@
 //! log-likelihood `sum v log m(x) - sum_r lambda_r` (up to the constant `-sum log(v!)`) is
 //! reported after every outer iteration; the updates never decrease it.
 //!
-//! Inside: [`options`] (defaults and checks), [`phi`] (the ALTO kernels and the
+//! Inside: [`options`] (defaults and checks), [`phi`] (the ALTO kernels), [`loglik`] (the
 //! log-likelihood pass), [`oracle`] (the naive Phi and log-likelihood they are tested
 //! against), [`mu`] (the loop), [`model`] (the result and the factor match score).
 
+pub mod loglik;
 pub mod model;
 pub mod mu;
 pub mod options;
 pub mod oracle;
 pub mod phi;
 
+pub use loglik::log_likelihood;
 pub use model::{factor_match_score, AprIterStats, AprModel};
 pub use mu::{cp_apr, cp_apr_observed, AprObserver};
 pub use options::{
@@ -35,6 +37,6 @@ pub use options::{
 };
 pub use oracle::{loglik_oracle, phi_oracle};
 pub use phi::{
-    choose_phi_kind, log_likelihood, PhiEngine, PhiKind, PhiOptions, PhiRun, CACHE_PI_ABOVE_BYTES,
+    choose_phi_kind, PhiEngine, PhiKind, PhiOptions, PhiRun, CACHE_PI_ABOVE_BYTES,
     MAX_PI_CACHE_BYTES,
 };

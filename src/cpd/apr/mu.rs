@@ -1,8 +1,9 @@
 //! The multiplicative-update loop of CP-APR (Chi and Kolda 2012, Tensor Toolbox's `'mu'`).
 
+use super::loglik::log_likelihood;
 use super::model::{AprIterStats, AprModel};
 use super::options::{validate, AprOptions};
-use super::phi::{log_likelihood, PhiEngine};
+use super::phi::PhiEngine;
 use crate::cpd::initial_factors;
 use crate::error::{AltoError, Result};
 use crate::format::AnyAlto;

@@ -16,7 +16,7 @@
 //!   ([`crate::mttkrp::mttkrp_values`]): the explicit SIMD tiers at the price of forming Pi
 //!   twice.
 //!
-//! [`log_likelihood`] uses the same per-nonzero model pass.
+//! [`super::loglik`] uses the same per-nonzero model pass.
 
 use crate::dispatch::KernelChoice;
 use crate::error::{AltoError, Result};
@@ -34,7 +34,7 @@ use alto_kernels::{
 use rayon::prelude::*;
 
 /// Nonzeros per task of the per-nonzero passes (weights, Pi cache, log-likelihood).
-const CHUNK: usize = 1 << 14;
+pub(super) const CHUNK: usize = 1 << 14;
 
 /// Which Phi kernel runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -292,12 +292,12 @@ impl<'t> PhiEngine<'t> {
 }
 
 /// The inputs every per-nonzero pass of one Phi call shares.
-struct Pass<'a> {
-    factors: &'a [Matrix],
-    b: &'a [f64],
-    mode: usize,
-    rank: usize,
-    eps: f64,
+pub(super) struct Pass<'a> {
+    pub(super) factors: &'a [Matrix],
+    pub(super) b: &'a [f64],
+    pub(super) mode: usize,
+    pub(super) rank: usize,
+    pub(super) eps: f64,
 }
 
 /// Runs `f` with the tensor's decoder of `kind` as a concrete [`Decode`] type.
@@ -309,10 +309,11 @@ macro_rules! with_decoder {
         }
     };
 }
+pub(super) use with_decoder;
 
 /// `row = prod_{m != mode} A_m(i_m, :)` for index `x`.
 #[inline(always)]
-fn pi_row<I: HwBits, D: Decode<I>>(
+pub(super) fn pi_row<I: HwBits, D: Decode<I>>(
     x: I,
     dec: &D,
     factors: &[&[f64]],
@@ -335,7 +336,7 @@ fn pi_row<I: HwBits, D: Decode<I>>(
 /// dependent adds, which measured as most of a Phi pass at rank 16), then the lanes in a
 /// fixed tree.
 #[inline(always)]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0; DOT_LANES];
     let (a8, b8) = (a.chunks_exact(DOT_LANES), b.chunks_exact(DOT_LANES));
     let tail: f64 = a8
@@ -536,77 +537,6 @@ fn one_pass<I: HwBits>(
             }
         }
     })
-}
-
-/// The Poisson log-likelihood of `(lambda, factors)` on `t` (up to `-sum log(v!)`):
-/// `sum v log(m(x)) - sum_r lambda_r prod_n sum_i A_n(i, r)`, with the per-nonzero sums in a
-/// fixed order (per chunk, then the chunks in order), so the value does not depend on the
-/// thread count.
-pub fn log_likelihood(
-    t: &AnyAlto,
-    lambda: &[f64],
-    factors: &[Matrix],
-    decode: Option<DecodeKind>,
-    pool: &rayon::ThreadPool,
-) -> Result<f64> {
-    let rank = check_factors(t.dims(), factors, 0)?;
-    if lambda.len() != rank {
-        return Err(AltoError::InvalidArgument(format!(
-            "{} weights for rank {rank}",
-            lambda.len()
-        )));
-    }
-    // B = A_0 diag(lambda): the model value is then B(i_0, :) . Pi(x, :).
-    let mut b = factors[0].clone();
-    for row in b.as_mut_slice().chunks_exact_mut(rank) {
-        for (x, l) in row.iter_mut().zip(lambda) {
-            *x *= l;
-        }
-    }
-    let pass = Pass {
-        factors,
-        b: b.as_slice(),
-        mode: 0,
-        rank,
-        eps: 0.0,
-    };
-    let decode = decode.unwrap_or_else(cached_default_decode);
-    let first = pool.install(|| with_alto!(t, x => sum_v_log_model(x, decode, &pass)));
-    let mut total = 0.0;
-    for (r, &l) in lambda.iter().enumerate() {
-        let mut p = l;
-        for a in factors {
-            p *= a.as_slice().iter().skip(r).step_by(rank).sum::<f64>();
-        }
-        total += p;
-    }
-    Ok(first - total)
-}
-
-/// `sum over nonzeros of v log(B(i_0, :) . Pi(x, :))` (zero values contribute nothing).
-fn sum_v_log_model<I: HwBits>(t: &AltoTensor<I>, decode: DecodeKind, p: &Pass<'_>) -> f64 {
-    let f: Vec<&[f64]> = p.factors.iter().map(|u| u.as_slice()).collect();
-    let (mode, rank) = (p.mode, p.rank);
-    let parts: Vec<f64> = with_decoder!(t, decode, dec => {
-        t.indices()
-            .par_chunks(CHUNK)
-            .zip(t.values().par_chunks(CHUNK))
-            .map(|(xs, vs)| {
-                let mut row = vec![0.0; rank];
-                let mut s = 0.0;
-                for (&x, &v) in xs.iter().zip(vs) {
-                    if v == 0.0 {
-                        continue;
-                    }
-                    pi_row(x, &dec, &f, mode, &mut row);
-                    let i = dec.coord(x, mode) as usize;
-                    s += v * dot(&p.b[i * rank..(i + 1) * rank], &row).ln();
-                }
-                s
-            })
-            .collect()
-    });
-    parts.iter().sum()
 }
 
 #[cfg(test)]
