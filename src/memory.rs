@@ -163,12 +163,14 @@ impl fmt::Display for MemoryPlan {
 }
 
 /// What MTTKRP on `t` at `rank` allocates beside the tensor: one factor matrix per mode, one
-/// output for the largest mode, and the pull strategy's staging ([`crate::mttkrp::staging_len`]).
+/// output for the largest mode, the pull strategy's staging ([`crate::mttkrp::staging_len`])
+/// and, where rows may be padded ([`crate::mttkrp::padding`]), padded copies of both.
 pub fn mttkrp_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
-    let rank = rank as u64;
     let rows = factor_rows(t);
+    let width = crate::mttkrp::padding::widest_rows(rank, t.nnz() as u64, rows) as u64;
+    let rank = rank as u64;
     let max_rows = t.dims().iter().copied().max().unwrap_or(0);
-    let staging = crate::with_alto!(t, x => crate::mttkrp::staging_len(x, rank as usize));
+    let staging = crate::with_alto!(t, x => crate::mttkrp::staging_len(x, width as usize));
     let mut plan = MemoryPlan::new();
     plan.add(
         format!("factor matrices ({rows} rows x rank {rank})"),
@@ -179,6 +181,12 @@ pub fn mttkrp_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
         bytes_for(max_rows.saturating_mul(rank), 8),
     )
     .add("pull staging", bytes_for(staging as u64, 8));
+    if width != rank {
+        plan.add(
+            format!("padded copies (rows x width {width})"),
+            bytes_for(rows.saturating_add(max_rows).saturating_mul(width), 8),
+        );
+    }
     plan
 }
 

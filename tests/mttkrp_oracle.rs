@@ -120,6 +120,8 @@ fn check_tensor(coo: &CooTensor, threads: &[usize], ranks: &[usize], rng: &mut i
                                 prefetch: Some((turn % 3) * 4),
                                 // Lazy zeroing of atomic outputs: default chunk, off, tiny.
                                 lazy_zero: [None, Some(0), Some(5)][(turn / 3) % 3],
+                                // Padded rows: forced, by the heuristic, never.
+                                pad: [Some(true), None, Some(false)][(turn / 9) % 3],
                             };
                             let mut got = Matrix::zeros(coo.dims()[mode] as usize, rank);
                             got.as_mut_slice().fill(f64::NAN); // the driver must zero it
@@ -241,4 +243,72 @@ fn strategies_resolve_as_documented() {
     };
     let run0 = mttkrp(&alto, &factors, 0, &mut out0, &opts, &mut ws, &pool).unwrap();
     assert_eq!(run0.sync, ConflictResolution::Flagged);
+}
+
+#[test]
+fn padded_rows_give_exactly_the_unpadded_result() {
+    // Enough nonzeros per factor row that the heuristic pads too (`pays_to_pad`).
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(21);
+    let coo = common::clustered_tensor(&[30, 20, 40], 4000, &mut rng);
+    for threads in [1, 2] {
+        let pool = build_pool(threads).unwrap();
+        let (alto, _) = pool
+            .install(|| AnyAlto::build(&coo, &BuildOptions::default()))
+            .unwrap();
+        for rank in [1, 3, 10, 20, 50] {
+            let factors: Vec<Matrix> = coo
+                .dims()
+                .iter()
+                .enumerate()
+                .map(|(m, &d)| Matrix::random(d as usize, rank, m as u64 + 5))
+                .collect();
+            let mut ws = Workspace::new(&alto, rank);
+            for mode in 0..3 {
+                for sync in [
+                    SyncChoice::Auto,
+                    SyncChoice::Force(ConflictResolution::Pull),
+                    SyncChoice::Force(ConflictResolution::Flagged),
+                    SyncChoice::Force(ConflictResolution::Atomic),
+                ] {
+                    let rows = coo.dims()[mode] as usize;
+                    let mut results = Vec::new();
+                    for pad in [Some(false), None, Some(true)] {
+                        let opts = MttkrpOptions {
+                            sync,
+                            pad,
+                            ..Default::default()
+                        };
+                        let mut out = Matrix::zeros(rows, rank);
+                        out.as_mut_slice().fill(f64::NAN);
+                        let run =
+                            mttkrp(&alto, &factors, mode, &mut out, &opts, &mut ws, &pool).unwrap();
+                        results.push((run, out));
+                    }
+                    let (plain, auto, forced) = (&results[0], &results[1], &results[2]);
+                    assert_eq!(plain.0.padded_rank, None);
+                    let width = rank.div_ceil(8) * 8;
+                    assert_eq!(forced.0.padded_rank, Some(width), "{}", forced.0.name);
+                    assert!(forced.0.name.ends_with("_padded"), "{}", forced.0.name);
+                    // Auto pads, with a SIMD kernel, except for atomics.
+                    let atomic = plain.0.sync == ConflictResolution::Atomic;
+                    let simd = alto::dispatch::best_isa() != Isa::Scalar;
+                    assert_eq!(
+                        auto.0.padded_rank.is_some(),
+                        simd && !atomic,
+                        "{}",
+                        auto.0.name
+                    );
+                    // Atomic adds land in whatever order threads interleave: bit for bit only
+                    // without them.
+                    if threads == 1 || plain.0.sync == ConflictResolution::Pull {
+                        assert_eq!(plain.1, forced.1, "rank {rank} mode {mode} {sync:?}");
+                        assert_eq!(plain.1, auto.1, "rank {rank} mode {mode} {sync:?}");
+                    }
+                    let want = mttkrp_oracle(&coo, &factors, mode).unwrap();
+                    let err = compare_with_oracle(&coo, &factors, mode, &forced.1, &want);
+                    assert!(err <= 1.0, "rank {rank} mode {mode} {sync:?}: {err}");
+                }
+            }
+        }
+    }
 }

@@ -32,6 +32,28 @@ impl From<SyncArg> for SyncChoice {
     }
 }
 
+/// `--pad`: rows padded to whole vectors (see `alto::mttkrp::padding`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PadArg {
+    /// Where the rank needs it and the copies pay (automatic or ISA kernel choice).
+    Auto,
+    /// Whenever the rank needs it.
+    On,
+    /// Never: the kernels run on the caller's rows.
+    Off,
+}
+
+impl PadArg {
+    /// The option's value in `MttkrpOptions::pad`.
+    pub fn choice(self) -> Option<bool> {
+        match self {
+            PadArg::Auto => None,
+            PadArg::On => Some(true),
+            PadArg::Off => Some(false),
+        }
+    }
+}
+
 /// `--decode`: de-linearization of the ALTO index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DecodeArg {

@@ -3,7 +3,7 @@
 //! `--out`.
 
 use super::choices::{
-    parse_cpd_kernel, parse_row_kernel, CpdKernel, ModelArg, SyncArg, CPD_KERNEL_HELP,
+    parse_cpd_kernel, parse_row_kernel, CpdKernel, ModelArg, PadArg, SyncArg, CPD_KERNEL_HELP,
     ROW_KERNEL_HELP,
 };
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
@@ -67,6 +67,9 @@ pub struct CpdArgs {
     pub kernel: CpdKernel,
     #[arg(long, default_value = "auto", value_parser = parse_row_kernel, help = ROW_KERNEL_HELP)]
     pub row_kernel: String,
+    /// Rows padded to whole vectors for ranks that are not (see `alto mttkrp --pad`).
+    #[arg(long, value_enum, default_value_t = PadArg::Auto)]
+    pub pad: PadArg,
     /// Write DIR/lambda.npy (R) and DIR/factor<n>.npy (I_n x R).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -178,6 +181,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
             sync,
             kernel,
             decode: dispatch.decode,
+            pad: a.pad.choice(),
             ..Default::default()
         },
         row_kernel,

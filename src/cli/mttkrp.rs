@@ -1,7 +1,7 @@
 //! `alto mttkrp`: one warm-up then K timed calls per mode; `--check` against the oracle;
 //! `--counters` counts events over exactly the timed calls of each mode.
 
-use super::choices::{parse_kernel, parse_mode, DecodeArg, ModeArg, SyncArg, KERNEL_HELP};
+use super::choices::{parse_kernel, parse_mode, DecodeArg, ModeArg, PadArg, SyncArg, KERNEL_HELP};
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::dispatch::KernelChoice;
 use alto::harness::counters::{CounterReport, CounterSet, Derived};
@@ -52,6 +52,9 @@ pub struct MttkrpArgs {
     /// = zero the whole output first); default: the measured one.
     #[arg(long, value_name = "NNZ")]
     pub lazy_zero: Option<usize>,
+    /// Rows padded to whole vectors for ranks that are not (copies of the factors and output).
+    #[arg(long, value_enum, default_value_t = PadArg::Auto)]
+    pub pad: PadArg,
     /// Seed of the random factor matrices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -216,6 +219,7 @@ pub fn run(a: MttkrpArgs) -> Result<Outcome> {
         decode,
         prefetch: a.prefetch,
         lazy_zero: a.lazy_zero,
+        pad: a.pad.choice(),
         ..Default::default()
     };
     let mut ws = Workspace::new(t, rank);

@@ -5,6 +5,10 @@
 //! entry points run the same code with the timing compiled out.
 
 use super::oracle::check_factors;
+use super::padding::{
+    copy_padded, copy_unpadded, padded_rank, pays_to_pad, reshape, widest_rows, LINE_DOUBLES,
+    PAD_NONZEROS_PER_ROW,
+};
 pub use super::phases::PhaseTimes;
 use super::phases::{Clock, NoClock, Phase, Recorder};
 use super::strategy::{exclusive_intervals, resolve_sync, ConflictResolution, SyncChoice};
@@ -14,6 +18,7 @@ use crate::error::{AltoError, Result};
 use crate::format::alto::{AltoTensor, AnyAlto};
 use crate::matrix::Matrix;
 use crate::with_alto;
+use alto_kernels::Isa;
 use alto_kernels::{
     as_atomic, run_segment, AlignedBuf, AnyDecoder, AtomicRows, DecodeKind, FlaggedRows, HwBits,
     KernelError, KernelId, PlainRows, RowSink, SegmentInput, DEFAULT_PREFETCH,
@@ -39,6 +44,11 @@ pub struct MttkrpOptions {
     /// `Some(0)` zeroes the whole output before the segments run; `None`:
     /// [`LAZY_ZERO_CHUNK`].
     pub lazy_zero: Option<usize>,
+    /// Rows padded to whole vectors (see [`super::padding`]): `None` decides by
+    /// [`padded_rank`] and [`pays_to_pad`] for an automatic or ISA kernel choice (a named
+    /// kernel runs at the caller's rank); `Some(true)` pads whenever the rank needs it;
+    /// `Some(false)` never.
+    pub pad: Option<bool>,
 }
 
 /// What ran.
@@ -51,7 +61,9 @@ pub struct MttkrpRun {
     pub decode: &'static str,
     #[serde(skip)]
     pub decode_kind: DecodeKind,
-    /// `{sync}_{kernel}`, e.g. `pull_scalar_r16`.
+    /// The row width the kernel ran at, when the rows were padded (the kernel's rank).
+    pub padded_rank: Option<usize>,
+    /// `{sync}_{kernel}`, e.g. `pull_scalar_r16`, with `_padded` when the rows were.
     pub name: String,
 }
 
@@ -92,22 +104,35 @@ pub fn staging_len<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> usize {
 pub struct Workspace {
     /// 64-byte aligned, like the factors and outputs.
     staging: AlignedBuf,
+    /// Padded copies of the factors, by mode (the target's stays `None`), and of the output;
+    /// allocated by the first padded call.
+    padded_factors: Vec<Option<Matrix>>,
+    padded_out: Option<Matrix>,
 }
 
 impl Workspace {
+    /// Staging for calls at `rank`, at the padded width where padding may be chosen.
     pub fn new(t: &AnyAlto, rank: usize) -> Self {
-        let len = with_alto!(t, x => staging_len(x, rank));
-        Workspace {
-            staging: AlignedBuf::zeros(len),
-        }
+        with_alto!(t, x => Self::for_tensor(x, rank))
     }
     pub fn for_tensor<I: HwBits>(t: &AltoTensor<I>, rank: usize) -> Self {
+        let rows = t.dims().iter().fold(0u64, |a, &d| a.saturating_add(d));
+        let width = widest_rows(rank, t.nnz() as u64, rows);
         Workspace {
-            staging: AlignedBuf::zeros(staging_len(t, rank)),
+            staging: AlignedBuf::zeros(staging_len(t, width)),
+            ..Default::default()
         }
     }
+    /// Bytes held: staging and padded copies.
     pub fn bytes(&self) -> usize {
-        self.staging.len() * 8
+        let padded: usize = self
+            .padded_factors
+            .iter()
+            .chain(std::iter::once(&self.padded_out))
+            .flatten()
+            .map(|m| m.as_slice().len())
+            .sum();
+        (self.staging.len() + padded) * 8
     }
 }
 
@@ -163,7 +188,20 @@ pub fn plan<I: HwBits>(
         threshold,
         t.flag_bit(mode).is_some(),
     );
-    let kernel = opts.kernel.resolve(rank)?;
+    let mut kernel = opts.kernel.resolve(rank)?;
+    let padded = padded_rank(rank, LINE_DOUBLES).filter(|_| match opts.pad {
+        Some(pad) => pad,
+        None => {
+            let chosen = matches!(opts.kernel, KernelChoice::Auto | KernelChoice::Isa(_));
+            let copied_rows: u64 = t.dims().iter().sum();
+            chosen
+                && kernel.isa != Isa::Scalar
+                && pays_to_pad(sync, t.nnz() as u64, copied_rows, PAD_NONZEROS_PER_ROW)
+        }
+    });
+    if let Some(width) = padded {
+        kernel = opts.kernel.resolve(width)?;
+    }
     let decode = match opts.decode {
         Some(d) => d,
         None => cached_default_decode(),
@@ -174,7 +212,11 @@ pub fn plan<I: HwBits>(
         kernel,
         decode: decode_kind.name(),
         decode_kind,
-        name: format!("{sync}_{kernel}"),
+        padded_rank: padded,
+        name: match padded {
+            Some(_) => format!("{sync}_{kernel}_padded"),
+            None => format!("{sync}_{kernel}"),
+        },
     })
 }
 
@@ -277,8 +319,64 @@ fn drive<I: HwBits, C: Clock>(
         )));
     }
     let run = plan(t, mode, rank, opts)?;
+    let Some(width) = run.padded_rank else {
+        let slices: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
+        drive_rows(
+            t, vals, &run, &slices, mode, rank, out, opts, ws, pool, clock,
+        )?;
+        return Ok(run);
+    };
+    // Padded rows: the kernels run on zero-padded copies (see `super::padding`). The copies
+    // are outside the profiled regions (`PhaseTimes::other`).
+    let mut copies = std::mem::take(&mut ws.padded_factors);
+    copies.resize_with(factors.len(), || None);
+    let mut padded_out = ws.padded_out.take();
+    pool.install(|| {
+        for (m, u) in factors.iter().enumerate().filter(|&(m, _)| m != mode) {
+            copy_padded(u, reshape(&mut copies[m], u.rows(), width));
+        }
+    });
+    let pout = reshape(&mut padded_out, out.rows(), width);
+    let done = {
+        // The target's factor is never read by the kernels.
+        let slices: Vec<&[f64]> = copies
+            .iter()
+            .enumerate()
+            .map(|(m, c)| match c {
+                Some(c) if m != mode => c.as_slice(),
+                _ => &[],
+            })
+            .collect();
+        drive_rows(
+            t, vals, &run, &slices, mode, width, pout, opts, ws, pool, clock,
+        )
+    };
+    if done.is_ok() {
+        pool.install(|| copy_unpadded(pout, out));
+    }
+    ws.padded_factors = copies;
+    ws.padded_out = padded_out;
+    done?;
+    Ok(run)
+}
+
+/// The driver's work at row width `rank` (the caller's or the padded one), on factor rows
+/// `factors` (the target's is not read) and values `vals` into `out`.
+#[allow(clippy::too_many_arguments)]
+fn drive_rows<I: HwBits, C: Clock>(
+    t: &AltoTensor<I>,
+    vals: &[f64],
+    run: &MttkrpRun,
+    factors: &[&[f64]],
+    mode: usize,
+    rank: usize,
+    out: &mut Matrix,
+    opts: &MttkrpOptions,
+    ws: &mut Workspace,
+    pool: &rayon::ThreadPool,
+    clock: &C,
+) -> Result<()> {
     let decoder = t.decoder(run.decode_kind);
-    let factor_slices: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
     let boundary_mask = match (run.sync, t.flag_bit(mode)) {
         (ConflictResolution::Flagged, Some(bit)) => I::from_u128(1u128 << bit),
         _ => I::ZERO,
@@ -289,7 +387,7 @@ fn drive<I: HwBits, C: Clock>(
         vals,
         kernel: run.kernel,
         decoder: &decoder,
-        factors: &factor_slices,
+        factors,
         mode,
         rank,
         boundary_mask,
@@ -319,8 +417,7 @@ fn drive<I: HwBits, C: Clock>(
         (r, clock.now())
     });
     clock.overhead(left);
-    done?;
-    Ok(run)
+    done
 }
 
 /// What every segment task of one call shares: the kernel and its inputs.
@@ -578,7 +675,7 @@ fn pull<I: HwBits, C: Clock>(
     tasks.extend(
         staged
             .iter_mut()
-            .map(|(p, lo, _, buf)| PullTask::new(*p, *lo, &mut **buf, true)),
+            .map(|(p, lo, _, buf)| PullTask::new(*p, *lo, buf, true)),
     );
     // The rows no exclusive segment writes are shared out among the segment tasks, round
     // robin, and zeroed before their kernels: one task per segment keeps the region balanced

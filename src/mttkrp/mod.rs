@@ -2,6 +2,7 @@
 
 pub mod driver;
 pub mod oracle;
+pub mod padding;
 pub mod phases;
 pub mod strategy;
 pub mod zeroing;
