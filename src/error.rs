@@ -95,6 +95,16 @@ pub enum AltoError {
         option: &'static str,
         reason: String,
     },
+    /// A CP-APR option that cannot work for this tensor; `option` is the field of
+    /// [`crate::cpd::apr::AprOptions`] or `init`.
+    #[error("CP-APR option `{option}`: {reason}")]
+    AprOption {
+        option: &'static str,
+        reason: String,
+    },
+    /// CP-APR fits counts: nonzero `index` (in the tensor's order) holds a negative value.
+    #[error("CP-APR needs nonnegative counts, but nonzero {index} holds {value}")]
+    NegativeValue { index: usize, value: f64 },
     /// CP-ALS met values it cannot continue from (non-finite normal equations or fit).
     #[error("CP-ALS: {0}")]
     CpdNumerical(String),

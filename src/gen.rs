@@ -8,6 +8,7 @@
 //!   modes' ids are drawn from log-normal popularities over randomly placed hot ids.
 //! - [`uniform`]: independent uniform coordinates.
 //! - [`lowrank`]: an exactly rank-R tensor, the sum of R outer products of sparse factor columns.
+//! - [`lowrank_poisson`]: counts drawn from a planted rank-R Poisson model (for CP-APR).
 
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
@@ -407,9 +408,76 @@ pub fn lowrank(dims: &[u64], rank: usize, nnz: u64, seed: u64) -> Result<(CooTen
     Ok((CooTensor::new(dims.to_vec(), inds, vals)?, factors))
 }
 
+/// Counts drawn from a planted rank-`rank` Poisson model: the [`lowrank`] tensor scaled so
+/// its entries average `mean`, then each entry replaced by a Poisson draw with that mean
+/// (zeros dropped; entries outside every component's support have mean 0). Returns the count
+/// tensor and the planted factors (the model is proportional to their CP product).
+pub fn lowrank_poisson(
+    dims: &[u64],
+    rank: usize,
+    nnz: u64,
+    mean: f64,
+    seed: u64,
+) -> Result<(CooTensor, Vec<Matrix>)> {
+    if !(mean > 0.0 && mean.is_finite() && mean < 1e12) {
+        return Err(AltoError::InvalidArgument(format!(
+            "--poisson must be a mean count in (0, 1e12), got {mean}"
+        )));
+    }
+    let (model, factors) = lowrank(dims, rank, nnz, seed)?;
+    let avg = model.values().iter().sum::<f64>() / model.nnz().max(1) as f64;
+    let scale = mean / avg;
+    let mut rng = Rng64::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut inds: Vec<Vec<u64>> = vec![Vec::with_capacity(model.nnz()); dims.len()];
+    let mut vals = Vec::with_capacity(model.nnz());
+    for (k, &v) in model.values().iter().enumerate() {
+        let poisson = rand_distr::Poisson::new(v * scale)
+            .map_err(|e| AltoError::InvalidArgument(format!("Poisson mean {}: {e}", v * scale)))?;
+        let count: f64 = poisson.sample(&mut rng);
+        if count > 0.0 {
+            for (m, ind) in inds.iter_mut().enumerate() {
+                ind.push(model.mode_indices(m)[k]);
+            }
+            vals.push(count);
+        }
+    }
+    if vals.is_empty() {
+        return Err(AltoError::InvalidArgument(
+            "every Poisson draw was 0: raise --poisson or --nnz".into(),
+        ));
+    }
+    Ok((CooTensor::new(dims.to_vec(), inds, vals)?, factors))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn poisson_counts_follow_the_planted_support() {
+        let dims = [30, 20, 10];
+        let (counts, factors) = lowrank_poisson(&dims, 3, 2000, 5.0, 4).unwrap();
+        let (model, _) = lowrank(&dims, 3, 2000, 4).unwrap();
+        assert!(counts.nnz() > 0 && counts.nnz() <= model.nnz());
+        assert!(counts
+            .values()
+            .iter()
+            .all(|&v| v >= 1.0 && v.fract() == 0.0));
+        let mean = counts.values().iter().sum::<f64>() / model.nnz() as f64;
+        assert!((mean - 5.0).abs() < 0.5, "{mean}");
+        // Every count lies on the planted support.
+        for k in 0..counts.nnz() {
+            let planted: f64 = (0..3)
+                .map(|r| {
+                    (0..3)
+                        .map(|m| factors[m].get(counts.mode_indices(m)[k] as usize, r))
+                        .product::<f64>()
+                })
+                .sum();
+            assert!(planted > 0.0);
+        }
+        assert_eq!(counts, lowrank_poisson(&dims, 3, 2000, 5.0, 4).unwrap().0);
+    }
 
     #[test]
     fn presets_are_deterministic_and_shaped() {

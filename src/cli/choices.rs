@@ -92,6 +92,43 @@ pub fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
     KernelChoice::parse(s).map_err(|e| e.to_string())
 }
 
+/// `alto cpd --model`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModelArg {
+    /// Least squares: CP-ALS.
+    Als,
+    /// Poisson (counts): CP-APR, multiplicative updates.
+    Apr,
+}
+
+/// `alto cpd --kernel`: an MTTKRP kernel (CP-ALS, or CP-APR's Phi on the MTTKRP kernels), or a
+/// Phi kernel (`phi_...`, `fused`, `cached`; CP-APR only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpdKernel {
+    Mttkrp(KernelChoice),
+    Phi(alto::cpd::apr::PhiKind),
+}
+
+/// What `alto cpd --kernel` accepts, for `--help`.
+pub const CPD_KERNEL_HELP: &str = "MTTKRP kernel: `auto`, an ISA (scalar, pulp, avx2, avx512: its \
+best variant for the rank), or a kernel name `<isa>_r<R>` / `<isa>_rdyn` such as `avx512_r16` \
+(optionally with the strategy prefix printed in reports, `pull_scalar_r16`). With --model apr, \
+the Phi kernel: `auto` (phi_cached when the factors exceed 32 MiB and the cache fits in 4 GiB, \
+else phi_fused), `phi_fused` (one portable pass), `phi_cached` (Pi cached per nonzero), or `phi_<mttkrp kernel>` (weights, then that MTTKRP kernel), e.g. \
+`phi_pull_avx512_r16`";
+
+pub fn parse_cpd_kernel(s: &str) -> Result<CpdKernel, String> {
+    if s.starts_with("phi_") || s == "fused" || s == "cached" {
+        alto::cpd::apr::PhiKind::parse(s)
+            .map(CpdKernel::Phi)
+            .map_err(|e| e.to_string())
+    } else {
+        KernelChoice::parse(s)
+            .map(CpdKernel::Mttkrp)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// `--mode`: every mode, or one (0-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeArg {

@@ -1,8 +1,10 @@
-//! `alto cpd`: CP-ALS with the fit and the MTTKRP / rest split of every iteration; writes
-//! `lambda.npy` and `factor{n}.npy` with `--out`.
+//! `alto cpd`: CP-ALS (default) with the fit and the MTTKRP / rest split of every iteration, or
+//! with `--model apr` CP-APR ([`super::apr`]); writes `lambda.npy` and `factor{n}.npy` with
+//! `--out`.
 
 use super::choices::{
-    parse_kernel, parse_row_kernel, PadArg, SyncArg, KERNEL_HELP, ROW_KERNEL_HELP,
+    parse_cpd_kernel, parse_row_kernel, CpdKernel, ModelArg, PadArg, SyncArg, CPD_KERNEL_HELP,
+    ROW_KERNEL_HELP,
 };
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
 use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
@@ -27,12 +29,31 @@ pub struct CpdArgs {
     /// modes' dims)).
     #[arg(long)]
     pub rank: usize,
-    /// Iteration cap.
-    #[arg(long, default_value_t = DEFAULT_MAX_ITERS)]
-    pub iters: usize,
-    /// Stop when |fit - previous fit| < tol (>= 0; 0 runs to the cap).
-    #[arg(long, default_value_t = DEFAULT_TOL, allow_negative_numbers = true)]
-    pub tol: f64,
+    /// The model: `als` (least squares, CP-ALS) or `apr` (Poisson, CP-APR: for counts).
+    #[arg(long, value_enum, default_value_t = ModelArg::Als)]
+    pub model: ModelArg,
+    /// Iteration cap (outer iterations for apr); default 50 for als, 1000 for apr.
+    #[arg(long)]
+    pub iters: Option<usize>,
+    /// als: stop when |fit - previous fit| < tol (default 1e-5); apr: when every mode's KKT
+    /// violation is below tol before its first update (default 1e-4). >= 0; 0 runs to the cap.
+    #[arg(long, allow_negative_numbers = true)]
+    pub tol: Option<f64>,
+    /// apr: inner (multiplicative-update) iterations per mode at most [default: 10].
+    #[arg(long)]
+    pub inner: Option<usize>,
+    /// apr: offset added to inadmissible zeros [default: 0.01].
+    #[arg(long, allow_negative_numbers = true)]
+    pub kappa: Option<f64>,
+    /// apr: entries below this count as zeros for kappa [default: 1e-10].
+    #[arg(long, allow_negative_numbers = true)]
+    pub kappa_tol: Option<f64>,
+    /// apr: floor of the model value a count is divided by [default: 1e-10].
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon: Option<f64>,
+    /// apr: start from DIR/factor<n>.npy (nonnegative, I_n x R) instead of random factors.
+    #[arg(long, value_name = "DIR")]
+    pub init: Option<PathBuf>,
     /// Seed of the random initial factors.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -42,8 +63,8 @@ pub struct CpdArgs {
     /// MTTKRP conflict resolution.
     #[arg(long, value_enum, default_value_t = SyncArg::Auto)]
     pub sync: SyncArg,
-    #[arg(long, default_value = "auto", value_parser = parse_kernel, help = KERNEL_HELP)]
-    pub kernel: KernelChoice,
+    #[arg(long, default_value = "auto", value_parser = parse_cpd_kernel, help = CPD_KERNEL_HELP)]
+    pub kernel: CpdKernel,
     #[arg(long, default_value = "auto", value_parser = parse_row_kernel, help = ROW_KERNEL_HELP)]
     pub row_kernel: String,
     /// Rows padded to whole vectors for ranks that are not (see `alto mttkrp --pad`).
@@ -109,19 +130,38 @@ fn flag(option: &str) -> &str {
 }
 
 pub fn run(a: CpdArgs) -> Result<Outcome> {
+    if a.model == ModelArg::Apr {
+        return super::apr::run(a);
+    }
+    let apr_only = [
+        ("--inner", a.inner.is_some()),
+        ("--kappa", a.kappa.is_some()),
+        ("--kappa-tol", a.kappa_tol.is_some()),
+        ("--epsilon", a.epsilon.is_some()),
+        ("--init", a.init.is_some()),
+    ];
+    if let Some((name, _)) = apr_only.iter().find(|(_, set)| *set) {
+        bail!("{name} applies to --model apr only");
+    }
+    let kernel = match a.kernel {
+        CpdKernel::Mttkrp(k) => k,
+        CpdKernel::Phi(_) => bail!("--kernel: Phi kernels apply to --model apr only"),
+    };
+    let iters = a.iters.unwrap_or(DEFAULT_MAX_ITERS);
+    let tol = a.tol.unwrap_or(DEFAULT_TOL);
     // Options that need no tensor are checked before loading it.
     if a.rank == 0 {
         bail!("--rank must be at least 1");
     }
-    if a.iters == 0 {
+    if iters == 0 {
         bail!("--iters must be at least 1");
     }
-    if !(a.tol >= 0.0 && a.tol.is_finite()) {
-        bail!("--tol must be a finite number >= 0, got {}", a.tol);
+    if !(tol >= 0.0 && tol.is_finite()) {
+        bail!("--tol must be a finite number >= 0, got {tol}");
     }
     let sync = SyncChoice::from(a.sync);
     let dispatch = super::dispatch_env()?;
-    let kernel = dispatch.kernel(a.kernel);
+    let kernel: KernelChoice = dispatch.kernel(kernel);
     kernel.resolve(a.rank).context("--kernel")?;
     let row_kernel = alto::cpd::rows::RowKernel::parse(&a.row_kernel, a.rank)
         .map_err(|e| anyhow!("--row-kernel: {e}"))?;
@@ -134,8 +174,8 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
     alto::memory::cp_als_plan(t, a.rank).check(a.load.memory.limit(), "lower --rank")?;
     let opts = CpdOptions {
         rank: a.rank,
-        max_iters: a.iters,
-        tol: a.tol,
+        max_iters: iters,
+        tol,
         seed: a.seed,
         mttkrp: MttkrpOptions {
             sync,
@@ -157,7 +197,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
     if let Some(dir) = &a.out {
         model.write_npy(dir)?;
     }
-    let report = report(&a, t, threads, pin, load_seconds, &model);
+    let report = report(&a, (iters, tol), t, threads, pin, load_seconds, &model);
     if a.json {
         print_out(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
@@ -168,6 +208,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
 
 fn report(
     a: &CpdArgs,
+    (max_iters, tol): (usize, f64),
     t: &alto::AnyAlto,
     threads: usize,
     pin: PinReport,
@@ -189,8 +230,8 @@ fn report(
         rank: a.rank,
         threads,
         pin,
-        max_iters: a.iters,
-        tol: a.tol,
+        max_iters,
+        tol,
         seed: a.seed,
         load_seconds,
         norm_x: model.norm_x_sq.sqrt(),

@@ -34,6 +34,10 @@ pub struct GenArgs {
     /// long modes by the nonzero ratio.
     #[arg(long)]
     pub keep_dims: bool,
+    /// lowrank: draw Poisson counts with this mean per planted entry from the planted model
+    /// (count data for `alto cpd --model apr`) instead of writing the model's values.
+    #[arg(long, value_name = "MEAN")]
+    pub poisson: Option<f64>,
     /// lowrank: also write the planted factors as DIR/factor<n>.npy.
     #[arg(long)]
     pub save_factors: Option<PathBuf>,
@@ -79,6 +83,9 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
         }
         plan.check(a.memory.limit(), "lower --nnz or --dims")?;
     }
+    if a.poisson.is_some() && a.kind != "lowrank" {
+        bail!("--poisson applies to lowrank only");
+    }
     let coo = match a.kind.as_str() {
         "uniform" => {
             let dims = a.dims.as_deref().context("uniform needs --dims")?;
@@ -91,7 +98,10 @@ pub fn run(a: GenArgs) -> Result<Outcome> {
         "lowrank" => {
             let dims = a.dims.as_deref().context("lowrank needs --dims")?;
             let rank = a.rank.context("lowrank needs --rank")?;
-            let (coo, factors) = alto::gen::lowrank(dims, rank, a.nnz, a.seed)?;
+            let (coo, factors) = match a.poisson {
+                Some(mean) => alto::gen::lowrank_poisson(dims, rank, a.nnz, mean, a.seed)?,
+                None => alto::gen::lowrank(dims, rank, a.nnz, a.seed)?,
+            };
             if let Some(dir) = &a.save_factors {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;

@@ -1,5 +1,6 @@
 //! Command-line definitions and the shared tensor loading of every subcommand.
 
+mod apr;
 mod choices;
 mod cpd;
 mod gen;

@@ -24,11 +24,14 @@
 //! in block order. Buffers (the MTTKRP output, its workspace, the partials, the R x R systems)
 //! are allocated once per run.
 //!
+//! CP-APR (the Poisson model, for count data) lives in [`apr`].
+//!
 //! Inside: [`options`] (what to fit, and its checks), [`model`] (the fitted model, its files,
 //! the initial factors), [`solve`] (the R x R systems), [`als`] (the loop), and [`rows`] (the
 //! row kernels of the non-MTTKRP passes).
 
 pub mod als;
+pub mod apr;
 pub mod model;
 pub mod options;
 pub mod rows;

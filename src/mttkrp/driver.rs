@@ -169,7 +169,7 @@ pub fn mttkrp_profiled(
 /// [`default_decode`], detected once per process: it reads `cpuid`, which traps to the
 /// hypervisor in a virtual machine (about 40 us per call measured on a 2-core EPYC VM, a
 /// per-call cost `mttkrp_profiled` showed as `other`).
-fn cached_default_decode() -> DecodeKind {
+pub(crate) fn cached_default_decode() -> DecodeKind {
     static DECODE: std::sync::OnceLock<DecodeKind> = std::sync::OnceLock::new();
     *DECODE.get_or_init(default_decode)
 }
@@ -230,7 +230,37 @@ pub fn mttkrp_alto<I: HwBits>(
     ws: &mut Workspace,
     pool: &rayon::ThreadPool,
 ) -> Result<MttkrpRun> {
-    drive(t, factors, mode, out, opts, ws, pool, &NoClock)
+    drive(t, t.values(), factors, mode, out, opts, ws, pool, &NoClock)
+}
+
+/// [`mttkrp`] with `values` in place of the tensor's values (one per nonzero, in the tensor's
+/// order): the same indices, strategies and kernels on a reweighted tensor. CP-APR's Phi is
+/// this product with the weights `v / model(x)` ([`crate::cpd::apr::phi`]).
+#[allow(clippy::too_many_arguments)]
+pub fn mttkrp_values(
+    t: &AnyAlto,
+    values: &[f64],
+    factors: &[Matrix],
+    mode: usize,
+    out: &mut Matrix,
+    opts: &MttkrpOptions,
+    ws: &mut Workspace,
+    pool: &rayon::ThreadPool,
+) -> Result<MttkrpRun> {
+    with_alto!(t, x => drive(x, values, factors, mode, out, opts, ws, pool, &NoClock))
+}
+
+/// The pull strategy for any per-segment row producer (`run(p, sink)` adds segment `p`'s rows
+/// into `sink`): CP-APR's portable Phi kernels use it. Call it inside `pool.install`.
+pub(crate) fn pull_rows<I: HwBits>(
+    t: &AltoTensor<I>,
+    mode: usize,
+    rank: usize,
+    out: &mut Matrix,
+    ws: &mut Workspace,
+    run: &(dyn Fn(usize, &mut PlainRows<'_>) -> std::result::Result<(), KernelError> + Sync),
+) -> Result<()> {
+    pull(t, mode, rank, out, ws, run, &NoClock)
 }
 
 /// The generic driver behind [`mttkrp_profiled`].
@@ -246,11 +276,11 @@ pub fn mttkrp_alto_profiled<I: HwBits>(
     times: Option<&mut PhaseTimes>,
 ) -> Result<MttkrpRun> {
     let Some(times) = times else {
-        return drive(t, factors, mode, out, opts, ws, pool, &NoClock);
+        return drive(t, t.values(), factors, mode, out, opts, ws, pool, &NoClock);
     };
     let start = Instant::now();
     let rec = Recorder::new(pool.current_num_threads());
-    let run = drive(t, factors, mode, out, opts, ws, pool, &rec)?;
+    let run = drive(t, t.values(), factors, mode, out, opts, ws, pool, &rec)?;
     *times = PhaseTimes {
         total: start.elapsed().as_secs_f64(),
         ..rec.totals()
@@ -258,10 +288,12 @@ pub fn mttkrp_alto_profiled<I: HwBits>(
     Ok(run)
 }
 
-/// The driver, reporting each parallel region's work to `clock`.
+/// The driver over the values `vals` (the tensor's, or weights in their place), reporting each
+/// parallel region's work to `clock`.
 #[allow(clippy::too_many_arguments)]
 fn drive<I: HwBits, C: Clock>(
     t: &AltoTensor<I>,
+    vals: &[f64],
     factors: &[Matrix],
     mode: usize,
     out: &mut Matrix,
@@ -279,10 +311,19 @@ fn drive<I: HwBits, C: Clock>(
             t.dims()[mode]
         )));
     }
+    if vals.len() != t.nnz() {
+        return Err(AltoError::InvalidArgument(format!(
+            "{} values for a tensor with {} nonzeros",
+            vals.len(),
+            t.nnz()
+        )));
+    }
     let run = plan(t, mode, rank, opts)?;
     let Some(width) = run.padded_rank else {
         let slices: Vec<&[f64]> = factors.iter().map(|u| u.as_slice()).collect();
-        drive_rows(t, &run, &slices, mode, rank, out, opts, ws, pool, clock)?;
+        drive_rows(
+            t, vals, &run, &slices, mode, rank, out, opts, ws, pool, clock,
+        )?;
         return Ok(run);
     };
     // Padded rows: the kernels run on zero-padded copies (see `super::padding`). The copies
@@ -306,7 +347,9 @@ fn drive<I: HwBits, C: Clock>(
                 _ => &[],
             })
             .collect();
-        drive_rows(t, &run, &slices, mode, width, pout, opts, ws, pool, clock)
+        drive_rows(
+            t, vals, &run, &slices, mode, width, pout, opts, ws, pool, clock,
+        )
     };
     if done.is_ok() {
         pool.install(|| copy_columns(pout, out));
@@ -318,10 +361,11 @@ fn drive<I: HwBits, C: Clock>(
 }
 
 /// The driver's work at row width `rank` (the caller's or the padded one), on factor rows
-/// `factors` (the target's is not read) into `out`.
+/// `factors` (the target's is not read) and values `vals` into `out`.
 #[allow(clippy::too_many_arguments)]
 fn drive_rows<I: HwBits, C: Clock>(
     t: &AltoTensor<I>,
+    vals: &[f64],
     run: &MttkrpRun,
     factors: &[&[f64]],
     mode: usize,
@@ -340,6 +384,7 @@ fn drive_rows<I: HwBits, C: Clock>(
     let prefetch = opts.prefetch.unwrap_or(DEFAULT_PREFETCH);
     let runner = SegmentRunner {
         t,
+        vals,
         kernel: run.kernel,
         decoder: &decoder,
         factors,
@@ -378,6 +423,8 @@ fn drive_rows<I: HwBits, C: Clock>(
 /// What every segment task of one call shares: the kernel and its inputs.
 struct SegmentRunner<'a, I: HwBits> {
     t: &'a AltoTensor<I>,
+    /// One value per nonzero of `t` (its own, or weights).
+    vals: &'a [f64],
     kernel: KernelId,
     decoder: &'a AnyDecoder<I>,
     factors: &'a [&'a [f64]],
@@ -396,7 +443,7 @@ impl<I: HwBits> SegmentRunner<'_, I> {
     ) -> std::result::Result<(), KernelError> {
         let input = SegmentInput {
             idx: &self.t.indices()[range.clone()],
-            vals: &self.t.values()[range],
+            vals: &self.vals[range],
             factors: self.factors,
             target: self.mode,
             rank: self.rank,

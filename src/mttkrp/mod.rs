@@ -8,8 +8,8 @@ pub mod strategy;
 pub mod zeroing;
 
 pub use driver::{
-    mttkrp, mttkrp_alto, mttkrp_alto_profiled, mttkrp_profiled, plan, staging_len, MttkrpOptions,
-    MttkrpRun, Workspace,
+    mttkrp, mttkrp_alto, mttkrp_alto_profiled, mttkrp_profiled, mttkrp_values, plan, staging_len,
+    MttkrpOptions, MttkrpRun, Workspace,
 };
 pub use oracle::{check_factors, compare_with_oracle, mttkrp_oracle};
 pub use phases::PhaseTimes;
