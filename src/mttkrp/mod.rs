@@ -4,6 +4,7 @@ pub mod driver;
 pub mod oracle;
 pub mod padding;
 pub mod phases;
+pub mod pull;
 pub mod strategy;
 pub mod zeroing;
 

@@ -22,7 +22,8 @@ use crate::dispatch::KernelChoice;
 use crate::error::{AltoError, Result};
 use crate::format::alto::{AltoTensor, AnyAlto};
 use crate::matrix::Matrix;
-use crate::mttkrp::driver::{cached_default_decode, pull_rows};
+use crate::mttkrp::driver::cached_default_decode;
+use crate::mttkrp::pull::pull_rows;
 use crate::mttkrp::{
     check_factors, mttkrp_values, resolve_sync, ConflictResolution, MttkrpOptions, SyncChoice,
     Workspace,
