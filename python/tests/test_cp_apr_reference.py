@@ -17,7 +17,9 @@ from conftest import REPO
 def alto_binary():
     env = os.environ.get("ALTO_BIN")
     candidates = [env] if env else []
-    candidates += [str(REPO / "target" / p / "alto") for p in ("release", "debug")]
+    # Debug first: the README's test command has just built it from this checkout (cargo
+    # test), while a release binary may be left from an older build.
+    candidates += [str(REPO / "target" / p / "alto") for p in ("debug", "release")]
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
