@@ -107,21 +107,28 @@ def test_converges_and_verbose(capsys):
 
 
 def test_gil_is_released():
-    t = alto.gen("uniform", 200_000, dims=[300, 400, 500], seed=1)
+    # Holding the GIL, cp_als would let the main thread tick only between iterations (the
+    # observer takes the GIL once per iteration): at most about `iters` ticks. Released, the
+    # main thread ticks every millisecond of a run sized to take well over 3 * iters ms.
+    iters = 15
+    t = alto.gen("uniform", 1_000_000, dims=[300, 400, 500], seed=1)
     ticks = 0
     done = threading.Event()
 
     def run():
-        alto.cp_als(t, 16, n_iter_max=15, tol=0, random_state=0, threads=1)
+        alto.cp_als(t, 16, n_iter_max=iters, tol=0, random_state=0, threads=1)
         done.set()
 
     worker = threading.Thread(target=run)
+    start = time.perf_counter()
     worker.start()
     while not done.is_set():
         ticks += 1
         time.sleep(0.001)
     worker.join()
-    assert ticks > 20, ticks
+    elapsed_ms = (time.perf_counter() - start) * 1e3
+    assert elapsed_ms > 6 * iters, f"the run was too short to tell ({elapsed_ms:.0f} ms)"
+    assert ticks > 3 * iters, (ticks, elapsed_ms)
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
