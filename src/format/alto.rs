@@ -1,13 +1,17 @@
 //! The ALTO tensor: linearized, sorted, duplicate-merged nonzeros cut into balanced segments
 //! that remember their per-mode coordinate intervals (SPEC sections 2-5).
 
+pub use super::build_memory::{
+    available_memory, build_memory_plan, check_memory_against, estimate_build_bytes,
+    estimate_flag_scratch_bytes,
+};
 pub use super::flags::{dense_row_table, DENSE_ROWS_PER_NONZERO};
 use super::layout::{IndexWidth, Layout};
 use super::sort::{comparison_sort_pairs, radix_sort_merged, PairSource};
 pub(crate) use super::stored::StoredParts;
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
-use crate::memory::{MemoryLimit, MemoryPlan};
+use crate::memory::MemoryLimit;
 use alto_kernels::{AnyDecoder, DecodeKind, HwBits, PextDecoder};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -505,69 +509,6 @@ fn merge_duplicates<I: HwBits>(pairs: Vec<(I, f64)>) -> (Vec<I>, Vec<f64>, u64) 
         vals.set_len(total);
     }
     (idx, vals, (n - total) as u64)
-}
-
-/// Peak bytes the builder allocates for `nnz` nonzeros: the encoded keys and one buffer of
-/// sorted pairs (the radix sort scatters into it; the comparison sort sorts its encoded pairs
-/// in place) alive beside the final index and value arrays (the input COO is already
-/// resident).
-pub fn estimate_build_bytes(nnz: usize, width: IndexWidth) -> u64 {
-    let pair = match width {
-        IndexWidth::U32 | IndexWidth::U64 => 16u64,
-        IndexWidth::U128 => 32,
-    };
-    (nnz as u64).saturating_mul(pair + 2 * width.bytes() as u64 + 8)
-}
-
-/// Peak bytes of the shared-row scratch of one flagged mode (see `shared_rows`): the table
-/// and the segments' bitmaps, or the segments' row lists.
-pub fn estimate_flag_scratch_bytes(dim: u64, nnz: u64, partitions: u64) -> u64 {
-    if dense_row_table(dim, nnz, DENSE_ROWS_PER_NONZERO) {
-        // u8 counts + (interval / 64 + 1) words per segment, each interval at most `dim`.
-        dim.saturating_add(partitions.saturating_mul(dim / 8 + 8))
-    } else {
-        nnz.saturating_mul(16) // the rows before and after the parallel sort
-    }
-}
-
-/// Everything building allocates beyond the input: pairs and final arrays, the largest mode's
-/// flag scratch.
-pub fn build_memory_plan(
-    nnz: usize,
-    dims: &[u64],
-    width: IndexWidth,
-    partitions: usize,
-) -> MemoryPlan {
-    let flags = dims
-        .iter()
-        .map(|&d| estimate_flag_scratch_bytes(d, nnz as u64, partitions as u64))
-        .max()
-        .unwrap_or(0);
-    let mut plan = MemoryPlan::new();
-    plan.add(
-        format!("building {nnz} nonzeros"),
-        estimate_build_bytes(nnz, width),
-    )
-    .add("boundary-flag scratch", flags);
-    plan
-}
-
-/// Memory this process may use: the cgroup allowance or `MemAvailable`, the smaller.
-pub fn available_memory() -> Option<u64> {
-    MemoryLimit::detect().map(|l| l.bytes)
-}
-
-/// The memory rule: an error saying how much is needed and how much there is.
-pub fn check_memory_against(needed: u64, available: u64) -> Result<()> {
-    if needed > available {
-        return Err(AltoError::OutOfMemory {
-            needed,
-            available,
-            needed_gib: needed as f64 / (1u64 << 30) as f64,
-            available_gib: available as f64 / (1u64 << 30) as f64,
-        });
-    }
-    Ok(())
 }
 
 /// An ALTO tensor whose index width was chosen at run time.

@@ -1,7 +1,8 @@
 //! The ALTO format: bit layout (`layout`), sorting (`sort`), the built tensor with its
-//! partitions (`alto`), its boundary flags (`flags`), and tensors from stored parts (`stored`).
+//! partitions (`alto`), what building allocates (`build_memory`), its boundary flags (`flags`), and tensors from stored parts (`stored`).
 
 pub mod alto;
+mod build_memory;
 mod flags;
 pub mod layout;
 pub mod sort;
