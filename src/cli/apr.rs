@@ -59,18 +59,15 @@ struct Report {
     out_dir: Option<String>,
 }
 
-/// Maps a library option name to its flag.
+/// Maps a library option name to its flag: CP-APR's own, then those shared with CP-ALS.
 fn flag(option: &str) -> &str {
     match option {
-        "max_iters" => "--iters",
         "inner_iters" => "--inner",
         "kappa_tol" => "--kappa-tol",
-        "rank" => "--rank",
-        "tol" => "--tol",
         "kappa" => "--kappa",
         "epsilon" => "--epsilon",
         "init" => "--init",
-        other => other,
+        other => super::cpd::flag(other),
     }
 }
 
@@ -413,12 +410,6 @@ fn render(r: &Report) -> String {
         r.phi_seconds_per_iter * 1e3,
         r.rest_seconds_per_iter * 1e3
     );
-    if let Some(dir) = &r.out_dir {
-        let _ = writeln!(
-            s,
-            "wrote {dir}/lambda.npy and {dir}/factor{{0..{}}}.npy",
-            r.order - 1
-        );
-    }
+    super::cpd::write_outputs_line(&mut s, r.out_dir.as_deref(), r.order);
     s
 }

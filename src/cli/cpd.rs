@@ -119,8 +119,8 @@ struct Report {
     out_dir: Option<String>,
 }
 
-/// Maps a library option name to its flag.
-fn flag(option: &str) -> &str {
+/// Maps a library option name to its flag (the options CP-ALS and CP-APR share).
+pub(super) fn flag(option: &str) -> &str {
     match option {
         "max_iters" => "--iters",
         "rank" => "--rank",
@@ -345,12 +345,17 @@ fn render(r: &Report) -> String {
         r.rest_seconds_per_iter * 1e3,
         r.median_seconds_per_iter * 1e3
     );
-    if let Some(dir) = &r.out_dir {
+    write_outputs_line(&mut s, r.out_dir.as_deref(), r.order);
+    s
+}
+
+/// The closing line of a report that wrote its model with `--out` (CP-ALS and CP-APR alike).
+pub(super) fn write_outputs_line(s: &mut String, out_dir: Option<&str>, order: usize) {
+    if let Some(dir) = out_dir {
         let _ = writeln!(
             s,
             "wrote {dir}/lambda.npy and {dir}/factor{{0..{}}}.npy",
-            r.order - 1
+            order - 1
         );
     }
-    s
 }

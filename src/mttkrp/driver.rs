@@ -218,7 +218,7 @@ pub fn mttkrp_alto<I: HwBits>(
     ws: &mut Workspace,
     pool: &rayon::ThreadPool,
 ) -> Result<MttkrpRun> {
-    drive(t, t.values(), factors, mode, out, opts, ws, pool, &NoClock)
+    mttkrp_alto_profiled(t, factors, mode, out, opts, ws, pool, None)
 }
 
 /// [`mttkrp`] with `values` in place of the tensor's values (one per nonzero, in the tensor's
