@@ -3,7 +3,7 @@
 
 use crate::plot::PlotPoint;
 use crate::profile::{MachineProfile, ProfileCase};
-use alto::dispatch::{best_isa, DispatchOptions, KernelChoice};
+use alto::dispatch::{DispatchOptions, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions, Layout};
 use alto::gen::{find_preset, preset};
 use alto::harness::counters::{CounterSet, Quantity};
@@ -89,6 +89,8 @@ pub struct CaseResult {
     /// 0-based mode.
     pub mode: usize,
     pub rank: usize,
+    /// The ISA of the kernel that ran (for a stated profile: empty).
+    pub isa: String,
     pub kernel: String,
     pub accumulation: String,
     pub index_bits: u32,
@@ -141,6 +143,20 @@ fn case_tensor(spec: &CaseSpec, seed: u64) -> Result<(String, CooTensor)> {
     }
 }
 
+/// The kernel a case runs: the dispatcher's choice for the rank, or, without rank
+/// specialization, the runtime-rank kernel of the same ISA (the forced `ALTO_ISA` one, else
+/// the best), so the two nips cases differ only in specialization.
+pub fn case_kernel(rank_specialized: bool, dispatch: &DispatchOptions) -> KernelChoice {
+    if rank_specialized {
+        dispatch.kernel(KernelChoice::Auto)
+    } else {
+        KernelChoice::Named(KernelId {
+            isa: dispatch.isa(),
+            rank: RankSpec::Dynamic,
+        })
+    }
+}
+
 /// Builds the tensor, times `reps` MTTKRP calls of the case's mode after a warm-up, and places
 /// it under `profile`'s DRAM roof with the model's operational intensity. `dispatch`: what the
 /// binary forces (`ALTO_ISA` / `ALTO_DECODE`).
@@ -175,16 +191,8 @@ pub fn run_case(
         .enumerate()
         .map(|(m, &d)| Matrix::random(d as usize, spec.rank, m as u64))
         .collect();
-    let kernel = if spec.rank_specialized {
-        dispatch.kernel(KernelChoice::Auto)
-    } else {
-        KernelChoice::Named(KernelId {
-            isa: best_isa(),
-            rank: RankSpec::Dynamic,
-        })
-    };
     let mopts = MttkrpOptions {
-        kernel,
+        kernel: case_kernel(spec.rank_specialized, dispatch),
         decode: dispatch.decode,
         ..Default::default()
     };
@@ -221,6 +229,7 @@ pub fn run_case(
         nnz: alto.nnz() as u64,
         mode: spec.mode,
         rank: spec.rank,
+        isa: run.kernel.isa.name().to_string(),
         kernel: run.name,
         accumulation: run.sync.to_string(),
         index_bits: alto.layout().total_bits(),
@@ -272,6 +281,7 @@ pub fn model_cases(profile: &MachineProfile) -> Result<Vec<CaseResult>> {
                 nnz: p.nnz,
                 mode: c.mode,
                 rank: c.rank,
+                isa: String::new(),
                 kernel: if c.rank_specialized {
                     format!("r{}", c.rank)
                 } else {
@@ -293,4 +303,76 @@ pub fn model_cases(profile: &MachineProfile) -> Result<Vec<CaseResult>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{BandwidthCeiling, PeakCeiling};
+    use alto_kernels::Isa;
+
+    fn tiny_profile() -> MachineProfile {
+        MachineProfile {
+            name: "test".into(),
+            kind: "stated".into(),
+            threads: 1,
+            peaks: vec![PeakCeiling {
+                name: "peak".into(),
+                gflops: 10.0,
+                basis: String::new(),
+            }],
+            bandwidths: vec![BandwidthCeiling {
+                name: "DRAM".into(),
+                gbytes_per_s: 1.0,
+                basis: String::new(),
+            }],
+            notes: Vec::new(),
+            cases: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_forced_isa_reaches_both_nips_cases() {
+        let scalar = DispatchOptions {
+            isa: Some(Isa::Scalar),
+            decode: None,
+        };
+        assert_eq!(
+            case_kernel(false, &scalar),
+            KernelChoice::Named(KernelId {
+                isa: Isa::Scalar,
+                rank: RankSpec::Dynamic
+            })
+        );
+        assert_eq!(case_kernel(true, &scalar), KernelChoice::Isa(Isa::Scalar));
+        // Nothing forced: the runtime-rank case takes the best ISA, like `auto`.
+        let free = DispatchOptions::default();
+        match case_kernel(false, &free) {
+            KernelChoice::Named(k) => assert_eq!(k.isa, free.isa()),
+            other => panic!("{other:?}"),
+        }
+
+        // Run both cases at the forced ISA: each result names the ISA that ran.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        for specialized in [true, false] {
+            let spec = CaseSpec {
+                label: "nips".into(),
+                source: CaseSource::Preset {
+                    name: "nips",
+                    nnz: 2000,
+                    keep_dims: false,
+                },
+                mode: 3,
+                rank: 16,
+                rank_specialized: specialized,
+            };
+            let r = run_case(&spec, &pool, 1, &tiny_profile(), &scalar).unwrap();
+            assert_eq!(r.isa, "scalar", "{}", r.kernel);
+            assert!(r.kernel.contains("scalar"), "{}", r.kernel);
+            assert_eq!(r.kernel.ends_with("rdyn"), !specialized, "{}", r.kernel);
+        }
+    }
 }

@@ -83,7 +83,7 @@ fn case_record(
     reps: usize,
 ) -> MeasurementRecord {
     let mut r = MeasurementRecord::new("roofline");
-    r.isa = p.kernel.split('_').nth(1).unwrap_or("").to_string();
+    r.isa = p.isa.clone();
     r.kernel = p.kernel.clone();
     r.threads = p.threads;
     r.pin = pin.policy.to_string();
@@ -252,7 +252,8 @@ fn run(a: Args) -> Result<()> {
     let _ = std::fs::remove_file(&records_csv);
     MeasurementRecord::append_csv(&records_csv, &records)?;
     let mut summary = MeasurementRecord::new("roofline");
-    summary.isa = alto::dispatch::best_isa().name().to_string();
+    // Every case ran at this ISA: `ALTO_ISA` when set, else the best (see `case_kernel`).
+    summary.isa = dispatch.isa().name().to_string();
     summary.threads = threads;
     summary.pin = pin.policy.to_string();
     summary.pin_backend = pin.backend.to_string();
