@@ -328,6 +328,7 @@ mod tests {
             }],
             notes: Vec::new(),
             cases: Vec::new(),
+            unresolved: Vec::new(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! roofline and the paper's Cascade Lake one from a stated profile.
 
 pub mod cases;
+pub mod levels;
 pub mod machine;
 pub mod plot;
 pub mod probe;

@@ -203,6 +203,21 @@ pub fn draw_roofline(
         .label_font(("sans-serif", 16))
         .draw()
         .map_err(|e| e.to_string())?;
+    // Levels measured but not drawn: say so where the roof would be expected.
+    for (k, u) in profile.unresolved.iter().enumerate() {
+        let value = u.measured_gbytes_per_s.map_or(String::new(), |v| {
+            format!(" (measured {})", fmt_value(v, "B/s"))
+        });
+        root.draw(&Text::new(
+            format!(
+                "no {} roof drawn{value}: not separable from the next level on this machine (machine.json: unresolved)",
+                u.name
+            ),
+            (130, 75 + 22 * k as i32),
+            ("sans-serif", 16).into_font().color(&RGBColor(180, 0, 0)),
+        ))
+        .map_err(|e| e.to_string())?;
+    }
     root.draw(&Text::new(
         "circle: pull-based accumulation   triangle: atomic accumulation   filled: <= 64-bit index   hollow: 128-bit index",
         (110, (HEIGHT - 22) as i32),

@@ -20,6 +20,15 @@ pub struct BandwidthCeiling {
     pub basis: String,
 }
 
+/// A level the probe measured but could not separate from the next slower one: listed with
+/// its value and why, and drawn as no roof.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnresolvedLevel {
+    pub name: String,
+    pub measured_gbytes_per_s: Option<f64>,
+    pub reason: String,
+}
+
 /// A case the profile places on its roofline (for a stated profile: model values).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProfileCase {
@@ -44,6 +53,9 @@ pub struct MachineProfile {
     pub notes: Vec<String>,
     #[serde(default)]
     pub cases: Vec<ProfileCase>,
+    /// Levels measured but not drawn (see [`crate::levels`]).
+    #[serde(default)]
+    pub unresolved: Vec<UnresolvedLevel>,
 }
 
 /// What is wrong with a profile file.
