@@ -1,12 +1,13 @@
 //! The paper's representative MTTKRP cases (its Fig. 9) on stand-in tensors, and their
 //! placement on a stated profile from the model alone.
 
+use crate::counters::{measured_intensity, CounterDocument};
 use crate::plot::PlotPoint;
 use crate::profile::{MachineProfile, ProfileCase};
 use alto::dispatch::{DispatchOptions, KernelChoice};
 use alto::format::{AnyAlto, BuildOptions, Layout};
 use alto::gen::{find_preset, preset};
-use alto::harness::counters::{CounterSet, Quantity};
+use alto::harness::counters::CounterSet;
 use alto::harness::model::{mttkrp_call_traffic, CallShape};
 use alto::mttkrp::{mttkrp, mttkrp_flops, ConflictResolution, MttkrpOptions, Workspace};
 use alto::{CooTensor, Matrix};
@@ -79,7 +80,7 @@ pub fn paper_cases(scale: f64, nnz: Option<u64>, rank: usize) -> Vec<CaseSpec> {
     ]
 }
 
-/// A measured (or modelled) point.
+/// A measured point, or a modelled one (a stated profile's case at its model bound).
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseResult {
     pub case: String,
@@ -99,26 +100,62 @@ pub struct CaseResult {
     pub min_s: f64,
     pub median_s: f64,
     pub max_s: f64,
-    pub gflops: f64,
+    /// Algorithmic flops over the median time; `None` for a modelled case.
+    pub measured_gflops: Option<f64>,
     pub oi: f64,
     pub oi_worst: f64,
-    /// `model` (SPEC section 11) or `counters`.
+    /// `model` (SPEC section 11), `counters:imc` or `counters:llc-misses` (see
+    /// [`crate::counters`]).
     pub oi_source: String,
-    /// min(peak, DRAM bandwidth x OI).
-    pub bound_gflops: f64,
-    pub percent_of_bound: f64,
+    /// flops / counted L3 bytes, when counted.
+    pub oi_l3: Option<f64>,
+    /// Why the intensity is modelled where counters were looked for, or what the counters
+    /// cover.
+    pub oi_note: String,
+    /// The model bound: min(peak, DRAM bandwidth x OI).
+    pub model_bound_gflops: f64,
+    /// measured / model bound; `None` for a modelled case.
+    pub percent_of_bound: Option<f64>,
 }
 
 impl CaseResult {
+    /// Measured cases sit at their measured GFLOP/s; modelled ones at their model bound.
     pub fn plot_point(&self) -> PlotPoint {
         PlotPoint {
             label: self.case.clone(),
             oi: self.oi,
             oi_worst: Some(self.oi_worst),
-            gflops: self.gflops,
+            gflops: self.measured_gflops.unwrap_or(self.model_bound_gflops),
+            at_model_bound: self.measured_gflops.is_none(),
             pull: self.accumulation == "pull",
             wide_index: self.index_width == "u128",
         }
+    }
+}
+
+/// The operational intensity of a measured region: counted where the counters allow (see
+/// [`crate::counters`]), else the model's best case; with its source and a note.
+pub fn region_intensity(
+    counters: Option<&CounterDocument>,
+    flops: f64,
+    intel: bool,
+    model_oi: f64,
+) -> (f64, String, Option<f64>, String) {
+    let measured = match counters {
+        Some(doc) => measured_intensity(doc, flops, intel),
+        None => Err("no counter readings with this record".into()),
+    };
+    match measured {
+        Ok(m) => (
+            m.oi,
+            m.source.to_string(),
+            m.oi_l3,
+            format!(
+                "{:.0} bytes counted; flops from the algorithm",
+                m.dram_bytes
+            ),
+        ),
+        Err(why) => (model_oi, "model".into(), None, why),
     }
 }
 
@@ -213,15 +250,19 @@ pub fn run_case(
     let mut times = times?;
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
-    let gflops = mttkrp_flops(alto.order(), spec.rank, alto.nnz()) / median / 1e9;
+    let flops = mttkrp_flops(alto.order(), spec.rank, alto.nnz());
     let pull = run.sync == ConflictResolution::Pull;
     let traffic = mttkrp_call_traffic(&CallShape::of(&alto, spec.mode, spec.rank, pull));
-    let derived = report.derive(Some(&traffic.times(times.len() as f64)));
-    let (oi, oi_source) = match derived.intensity {
-        Quantity::Counters { value } => (value, "counters"),
-        _ => (traffic.intensity_best(), "model"),
-    };
+    let doc = CounterDocument::from_report(&report).ok();
+    let intel = alto::harness::topology::CpuModel::detect().is_intel();
+    let (oi, oi_source, oi_l3, oi_note) = region_intensity(
+        doc.as_ref(),
+        flops * times.len() as f64,
+        intel,
+        traffic.intensity_best(),
+    );
     let bound = profile.bound(profile.dram(), oi);
+    let gflops = flops / median / 1e9;
     Ok(CaseResult {
         case: spec.label.clone(),
         tensor,
@@ -238,12 +279,14 @@ pub fn run_case(
         min_s: times[0],
         median_s: median,
         max_s: times[times.len() - 1],
-        gflops,
+        measured_gflops: Some(gflops),
         oi,
         oi_worst: traffic.intensity_worst(),
-        oi_source: oi_source.into(),
-        bound_gflops: bound,
-        percent_of_bound: 100.0 * gflops / bound,
+        oi_source,
+        oi_l3,
+        oi_note,
+        model_bound_gflops: bound,
+        percent_of_bound: Some(100.0 * gflops / bound),
     })
 }
 
@@ -294,12 +337,14 @@ pub fn model_cases(profile: &MachineProfile) -> Result<Vec<CaseResult>> {
                 min_s: f64::NAN,
                 median_s: f64::NAN,
                 max_s: f64::NAN,
-                gflops: bound,
+                measured_gflops: None,
                 oi,
                 oi_worst: traffic.intensity_worst(),
                 oi_source: "model".into(),
-                bound_gflops: bound,
-                percent_of_bound: 100.0,
+                oi_l3: None,
+                oi_note: "a stated profile's case: no measurement".into(),
+                model_bound_gflops: bound,
+                percent_of_bound: None,
             })
         })
         .collect()

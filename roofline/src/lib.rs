@@ -3,9 +3,12 @@
 //! roofline and the paper's Cascade Lake one from a stated profile.
 
 pub mod cases;
+pub mod counters;
+pub mod layout;
 pub mod levels;
 pub mod machine;
 pub mod plot;
+pub mod points;
 pub mod probe;
 pub mod profile;
 pub mod report;

@@ -8,6 +8,7 @@ use alto::harness::record::MeasurementRecord;
 use alto_roofline::cases::{model_cases, paper_cases, run_case, CaseResult, CaseSource, CaseSpec};
 use alto_roofline::machine::{probe, CacheSizes, ProbeResults};
 use alto_roofline::plot::draw_roofline;
+use alto_roofline::points::{place_records, read_points};
 use alto_roofline::profile::MachineProfile;
 use alto_roofline::report::{ceilings_csv, points_csv, write};
 use anyhow::{bail, Context, Result};
@@ -48,6 +49,11 @@ struct Args {
     /// Thread pinning: none, compact, scatter or cores.
     #[arg(long, default_value = "compact")]
     pin: String,
+    /// Measurement records of `alto mttkrp` (`--record` CSV or JSON, or its `--json` report
+    /// with `--counters`), measured on any machine: place them on the profile (`--profile`, by
+    /// default the Cascade Lake 8280) instead of probing this machine.
+    #[arg(long, value_name = "FILE")]
+    points: Option<PathBuf>,
     /// Output folder.
     #[arg(long, default_value = "reports/roofline")]
     out: PathBuf,
@@ -103,23 +109,82 @@ fn case_record(
 fn print_table(title: &str, points: &[CaseResult]) {
     println!("\n{title}");
     println!(
-        "{:<28} {:<24} {:>9} {:>9} {:>10} {:>9}  index",
+        "{:<34} {:<24} {:>9} {:>9} {:>10} {:>9}  index",
         "case", "kernel", "GFLOP/s", "OI", "bound", "% bound"
     );
     for p in points {
+        let measured = p
+            .measured_gflops
+            .map_or("-".to_string(), |g| format!("{g:.2}"));
+        let percent = p
+            .percent_of_bound
+            .map_or("-".to_string(), |v| format!("{v:.0}%"));
         println!(
-            "{:<28} {:<24} {:>9.2} {:>9.3} {:>10.2} {:>8.0}%  {} bits ({})  OI: {}",
+            "{:<34} {:<24} {:>9} {:>9.3} {:>10.2} {:>9}  {} bits ({})  OI: {}",
             p.case,
             p.kernel,
-            p.gflops,
+            measured,
             p.oi,
-            p.bound_gflops,
-            p.percent_of_bound,
+            p.model_bound_gflops,
+            percent,
             p.index_bits,
             p.index_width,
             p.oi_source
         );
     }
+    // Say where the intensity came from, and why not from counters.
+    let mut notes: Vec<String> = points
+        .iter()
+        .map(|p| format!("OI {}: {}", p.oi_source, p.oi_note))
+        .collect();
+    notes.dedup();
+    for n in notes {
+        println!("  {n}");
+    }
+}
+
+/// `--points`: records from another machine placed on the stated profile.
+fn run_points(a: &Args, stated_path: &Path, stated: &MachineProfile, file: &Path) -> Result<()> {
+    let records = read_points(file)?;
+    let (placed, warnings) = place_records(stated, &records)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map_or("points".into(), |s| s.to_string_lossy().into_owned())
+    };
+    let name = format!("{}_{}", stem(stated_path), stem(file));
+    let png = a.out.join(format!("{name}.png"));
+    let plot_points: Vec<_> = placed.iter().map(CaseResult::plot_point).collect();
+    draw_roofline(
+        &png,
+        &format!(
+            "Stated profile: {} with measured points ({})",
+            stated.name,
+            file.file_name()
+                .map_or(String::new(), |f| f.to_string_lossy().into_owned())
+        ),
+        stated,
+        &plot_points,
+    )
+    .map_err(anyhow::Error::msg)?;
+    write(
+        &a.out.join(format!("{name}_points.csv")),
+        &points_csv(&placed),
+    )?;
+    print_table(
+        &format!(
+            "{} records from {} on {}",
+            placed.len(),
+            file.display(),
+            stated.name
+        ),
+        &placed,
+    );
+    println!("\nwrote {} (+ {name}_points.csv)", png.display());
+    Ok(())
 }
 
 fn main() -> std::process::ExitCode {
@@ -150,6 +215,9 @@ fn run(a: Args) -> Result<()> {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/cascadelake-8280.json")
     });
     let stated = MachineProfile::load(&stated_path)?;
+    if let Some(file) = &a.points {
+        return run_points(&a, &stated_path, &stated, file);
+    }
     let threads = match a.threads {
         Some(0) => bail!("--threads must be at least 1"),
         Some(t) => t,
@@ -234,9 +302,14 @@ fn run(a: Args) -> Result<()> {
     // 3. Draw this machine and the stated profile.
     let png = dir.join("roofline.png");
     let plot_points: Vec<_> = points.iter().map(CaseResult::plot_point).collect();
+    let oi_title = if points.iter().all(|p| p.oi_source == "model") {
+        "OI: model, no counted DRAM traffic".to_string()
+    } else {
+        "OI: counted".to_string()
+    };
     draw_roofline(
         &png,
-        &format!("Roofline: {}", machine.name),
+        &format!("Roofline: {} ({oi_title})", machine.name),
         &machine,
         &plot_points,
     )
@@ -297,7 +370,7 @@ fn run(a: Args) -> Result<()> {
         &points,
     );
     print_table(
-        "the paper's machine (stated profile; points at their model bound)",
+        "the paper's machine (stated profile; no measurements: each case at its model bound)",
         &stated_points,
     );
     println!(

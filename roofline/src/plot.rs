@@ -1,6 +1,7 @@
 //! Drawing a roofline (log-log, flop/byte vs GFLOP/s) as PNG with plotters. Text is rendered
 //! from the DejaVu Sans font embedded in the binary (no system font libraries).
 
+use crate::layout::{dodge_markers, place_labels, Rect};
 use crate::profile::MachineProfile;
 use plotters::element::{Drawable, PointCollection};
 use plotters::prelude::*;
@@ -21,6 +22,8 @@ pub struct PlotPoint {
     /// Worst-case operational intensity, drawn as a line to the point (model only).
     pub oi_worst: Option<f64>,
     pub gflops: f64,
+    /// Not measured: the case sits at its model bound (a stated profile's case).
+    pub at_model_bound: bool,
     /// Pull-based accumulation (circle) or atomics (triangle).
     pub pull: bool,
     /// A 128-bit index (hollow marker) rather than 64 bits or fewer (filled).
@@ -52,13 +55,30 @@ fn fmt_value(v: f64, unit: &str) -> String {
     }
 }
 
-/// Draws `profile`'s ceilings and `points` into a PNG at `path`.
+/// Where the points went, in pixels: what the tests check for overlaps.
+#[derive(Clone, Debug, Default)]
+pub struct PlotLayout {
+    /// Each point's true position and its marker's (spread apart when they crowd).
+    pub true_centres: Vec<(i32, i32)>,
+    pub markers: Vec<Rect>,
+    /// Each point's label box (`None`: no free spot; the legend still names it).
+    pub labels: Vec<Option<Rect>>,
+    pub legend: Option<Rect>,
+}
+
+/// Half-width of a point marker in pixels, and the least gap between two markers.
+pub const MARKER_RADIUS: i32 = 9;
+pub const MARKER_GAP: i32 = 4;
+const LABEL_FONT: u32 = 15;
+
+/// Draws `profile`'s ceilings and `points` into a PNG at `path`; returns where the points and
+/// labels went.
 pub fn draw_roofline(
     path: &Path,
     title: &str,
     profile: &MachineProfile,
     points: &[PlotPoint],
-) -> Result<(), String> {
+) -> Result<PlotLayout, String> {
     register_font()?;
     let top = profile.top_peak();
     let fastest_bw = profile
@@ -86,9 +106,32 @@ pub fn draw_roofline(
 
     let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
+    // Levels measured but not drawn: said under the title, one line each.
+    let notes: Vec<String> = profile
+        .unresolved
+        .iter()
+        .map(|u| {
+            let value = u
+                .measured_gbytes_per_s
+                .map_or(String::new(), |v| format!(" (measured {})", fmt_value(v, "B/s")));
+            format!(
+                "no {} roof drawn{value}: the probe could not separate it from the next level on this machine (machine.json: unresolved)",
+                u.name
+            )
+        })
+        .collect();
+    for (k, note) in notes.iter().enumerate() {
+        root.draw(&Text::new(
+            note.clone(),
+            (110, 52 + 22 * k as i32),
+            ("sans-serif", 16).into_font().color(&RGBColor(180, 0, 0)),
+        ))
+        .map_err(|e| e.to_string())?;
+    }
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 26))
         .margin(20)
+        .margin_top(20 + 22 * notes.len() as i32)
         .margin_bottom(40) // room for the marker key under the axis title
         .x_label_area_size(60)
         .y_label_area_size(90)
@@ -162,6 +205,8 @@ pub fn draw_roofline(
     }
 
     // Points: circle = pull, triangle = atomic; filled = <= 64-bit index, hollow = 128-bit.
+    // Markers are drawn in pixels: crowded ones are spread sideways around their value (a
+    // thin line joins each to its true position), and each gets a label that covers nothing.
     let point_colors = [
         RGBColor(214, 39, 40),
         RGBColor(255, 127, 14),
@@ -172,6 +217,45 @@ pub fn draw_roofline(
         RGBColor(44, 160, 44),
         RGBColor(148, 103, 189),
     ];
+    let true_centres: Vec<(i32, i32)> = points
+        .iter()
+        .map(|p| chart.backend_coord(&(p.oi, p.gflops)))
+        .collect();
+    let centres = dodge_markers(&true_centres, MARKER_RADIUS, MARKER_GAP);
+    let label_font = ("sans-serif", LABEL_FONT).into_font();
+    let texts: Vec<String> = points
+        .iter()
+        .map(|p| {
+            if p.at_model_bound {
+                format!("{} (model bound)", p.label)
+            } else {
+                p.label.clone()
+            }
+        })
+        .collect();
+    let sizes: Vec<(i32, i32)> = texts
+        .iter()
+        .map(|t| {
+            root.estimate_text_size(t, &TextStyle::from(label_font.clone()))
+                .map(|(w, h)| (w as i32, h as i32))
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let (xr, yr) = chart.plotting_area().get_pixel_range();
+    let area = Rect {
+        x0: xr.start,
+        y0: yr.start,
+        x1: xr.end,
+        y1: yr.end,
+    };
+    // The roof legend sits in the lower right corner: about 24 px per roof, 300 px wide.
+    let legend = Rect {
+        x0: area.x1 - 310,
+        y0: area.y1 - 10 - 24 * profile.bandwidths.len() as i32 - 10,
+        x1: area.x1,
+        y1: area.y1,
+    };
+    let labels = place_labels(&centres, MARKER_RADIUS, &sizes, area, &[legend]);
     for (k, p) in points.iter().enumerate() {
         let color = point_colors[k % point_colors.len()];
         if let Some(w) = p.oi_worst {
@@ -187,13 +271,31 @@ pub fn draw_roofline(
         } else {
             color.filled()
         };
-        let (pull, hollow, coord) = (p.pull, p.wide_index, (p.oi, p.gflops));
-        let series = chart
-            .draw_series(std::iter::once(marker(coord, pull, hollow, style)))
+        if centres[k] != true_centres[k] {
+            root.draw(&PathElement::new(
+                [true_centres[k], centres[k]],
+                BLACK.stroke_width(1),
+            ))
             .map_err(|e| e.to_string())?;
-        series
-            .label(p.label.clone())
-            .legend(move |(x, y)| marker_px((x + 10, y), pull, hollow, style));
+            root.draw(&Circle::new(true_centres[k], 2, BLACK.filled()))
+                .map_err(|e| e.to_string())?;
+        }
+        root.draw(&marker_px(
+            centres[k],
+            p.pull,
+            p.wide_index,
+            style,
+            MARKER_RADIUS,
+        ))
+        .map_err(|e| e.to_string())?;
+        if let Some(l) = labels[k] {
+            root.draw(&Text::new(
+                texts[k].clone(),
+                (l.x0, l.y0),
+                label_font.clone().color(&color),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
     }
     chart
         .configure_series_labels()
@@ -203,69 +305,44 @@ pub fn draw_roofline(
         .label_font(("sans-serif", 16))
         .draw()
         .map_err(|e| e.to_string())?;
-    // Levels measured but not drawn: say so where the roof would be expected.
-    for (k, u) in profile.unresolved.iter().enumerate() {
-        let value = u.measured_gbytes_per_s.map_or(String::new(), |v| {
-            format!(" (measured {})", fmt_value(v, "B/s"))
-        });
-        root.draw(&Text::new(
-            format!(
-                "no {} roof drawn{value}: not separable from the next level on this machine (machine.json: unresolved)",
-                u.name
-            ),
-            (130, 75 + 22 * k as i32),
-            ("sans-serif", 16).into_font().color(&RGBColor(180, 0, 0)),
-        ))
-        .map_err(|e| e.to_string())?;
+    let mut key = String::from("circle: pull-based accumulation   triangle: atomic accumulation   filled: <= 64-bit index   hollow: 128-bit index");
+    if centres != true_centres {
+        key.push_str("   (black dot: a spread marker's true value)");
     }
     root.draw(&Text::new(
-        "circle: pull-based accumulation   triangle: atomic accumulation   filled: <= 64-bit index   hollow: 128-bit index",
+        key,
         (110, (HEIGHT - 22) as i32),
         ("sans-serif", 15).into_font(),
     ))
     .map_err(|e| e.to_string())?;
     root.present()
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(())
+    Ok(PlotLayout {
+        markers: centres
+            .iter()
+            .map(|&c| Rect::around(c, MARKER_RADIUS))
+            .collect(),
+        true_centres,
+        labels,
+        legend: Some(legend),
+    })
 }
 
-fn marker<DB: DrawingBackend>(
-    coord: (f64, f64),
-    pull: bool,
-    hollow: bool,
-    style: ShapeStyle,
-) -> DynElement<'static, DB, (f64, f64)> {
-    if pull {
-        Circle::new(coord, 8, style).into_dyn()
-    } else if hollow {
-        HollowTriangle {
-            coord,
-            size: 10,
-            style,
-        }
-        .into_dyn()
-    } else {
-        TriangleMarker::new(coord, 10, style).into_dyn()
-    }
-}
-
+/// A marker of half-width `size` pixels: circle for pull, triangle (hollow for a 128-bit
+/// index) for atomics.
 fn marker_px<DB: DrawingBackend>(
     coord: (i32, i32),
     pull: bool,
     hollow: bool,
     style: ShapeStyle,
+    size: i32,
 ) -> DynElement<'static, DB, (i32, i32)> {
     if pull {
-        Circle::new(coord, 6, style).into_dyn()
+        Circle::new(coord, size as u32 - 1, style).into_dyn()
     } else if hollow {
-        HollowTriangle {
-            coord,
-            size: 8,
-            style,
-        }
-        .into_dyn()
+        HollowTriangle { coord, size, style }.into_dyn()
     } else {
-        TriangleMarker::new(coord, 8, style).into_dyn()
+        TriangleMarker::new(coord, size as u32, style).into_dyn()
     }
 }
 

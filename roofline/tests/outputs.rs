@@ -1,7 +1,8 @@
-//! The drawn PNG decodes at the expected size, the CSVs follow their schema, and the stated
-//! profile's cases land where the model puts them.
+//! The drawn PNG decodes at the expected size, the CSVs follow their schema, the stated
+//! profile's cases land where the model puts them, and every case is visible on the plot.
 
 use alto_roofline::cases::model_cases;
+use alto_roofline::layout::Rect;
 use alto_roofline::plot::{draw_roofline, HEIGHT, WIDTH};
 use alto_roofline::profile::MachineProfile;
 use alto_roofline::report::{ceilings_csv, points_csv, CEILING_COLUMNS, POINT_COLUMNS};
@@ -44,6 +45,18 @@ fn csv_schema_and_model_placement() {
     for r in &rows {
         assert_eq!(r.split(',').count(), columns, "{r}");
     }
+    // Model values are named as model values: no measured GFLOP/s, no % of bound.
+    let header: Vec<&str> = POINT_COLUMNS.split(',').collect();
+    assert!(!header.contains(&"gflops"));
+    let measured = header.iter().position(|c| *c == "measured_gflops").unwrap();
+    let percent = header
+        .iter()
+        .position(|c| *c == "percent_of_bound")
+        .unwrap();
+    for r in &rows {
+        let fields: Vec<&str> = r.split(',').collect();
+        assert_eq!((fields[measured], fields[percent]), ("", ""), "{r}");
+    }
     let ceilings = ceilings_csv(&profile);
     assert!(ceilings.starts_with(CEILING_COLUMNS));
     assert_eq!(ceilings.lines().count(), 1 + 1 + 4);
@@ -56,6 +69,51 @@ fn csv_schema_and_model_placement() {
     assert_eq!(cases[5].accumulation, "atomic");
     assert_eq!(cases[3].index_width, "u128");
     for c in &cases {
-        assert!((c.bound_gflops - (210.0 * c.oi).min(3225.6)).abs() < 1e-6);
+        assert!((c.model_bound_gflops - (210.0 * c.oi).min(3225.6)).abs() < 1e-6);
+        assert!(c.measured_gflops.is_none() && c.plot_point().at_model_bound);
+    }
+}
+
+fn no_two_intersect(rects: &[Rect]) -> bool {
+    rects
+        .iter()
+        .enumerate()
+        .all(|(i, a)| rects[i + 1..].iter().all(|b| !a.intersects(b)))
+}
+
+#[test]
+fn every_cascade_lake_case_is_visible() {
+    let profile = cascade_lake();
+    let cases = model_cases(&profile).unwrap();
+    let points: Vec<_> = cases.iter().map(|c| c.plot_point()).collect();
+    // The model puts nips mode 4 with and without rank specialization at one value, and darpa
+    // modes 1 and 3 at another: the plot must still show six markers and six labels.
+    assert_eq!(
+        (points[0].oi, points[0].gflops),
+        (points[1].oi, points[1].gflops)
+    );
+    assert_eq!(
+        (points[4].oi, points[4].gflops),
+        (points[5].oi, points[5].gflops)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let layout = draw_roofline(&dir.path().join("r.png"), "test", &profile, &points).unwrap();
+    assert_eq!(layout.markers.len(), 6);
+    assert!(no_two_intersect(&layout.markers), "{:?}", layout.markers);
+    let labels: Vec<Rect> = layout
+        .labels
+        .iter()
+        .map(|l| l.expect("every case gets a label"))
+        .collect();
+    assert!(no_two_intersect(&labels), "{labels:?}");
+    for l in &labels {
+        assert!(layout.markers.iter().all(|m| !m.intersects(l)), "{l:?}");
+        assert!(!layout.legend.unwrap().intersects(l), "{l:?}");
+    }
+    // Spread markers stay near their true value (within three marker widths).
+    for (m, t) in layout.markers.iter().zip(&layout.true_centres) {
+        let centre = ((m.x0 + m.x1) / 2, (m.y0 + m.y1) / 2);
+        assert_eq!(centre.1, t.1);
+        assert!((centre.0 - t.0).abs() <= 3 * 2 * alto_roofline::plot::MARKER_RADIUS);
     }
 }
