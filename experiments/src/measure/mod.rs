@@ -2,14 +2,16 @@
 //! measurement cached on disk as soon as it is taken, so an interrupted run resumes where it
 //! stopped.
 //!
-//! The unit of work (and of caching) is one [`Variant`] of one tensor at one thread count:
-//! build it (timed), record its storage, and, when a figure needs times, run MTTKRP on every
-//! mode: one warm-up call (checked against the oracle), then at least `--reps` timed calls and
-//! at least `--min-seconds` of them; min, median and max are kept.
+//! The unit of work (and of caching) is one [`Variant`] of one tensor at one thread count and
+//! one ISA (ALTO's; the baselines run the matching one): build it (timed), record its full
+//! storage footprint, and, when a figure needs times, run MTTKRP on every mode: one warm-up
+//! call (checked against the oracle), then at least `--reps` timed calls and at least
+//! `--min-seconds` of them; min, median and max are kept.
 //!
 //! - [`cache`]: the cached [`Entry`] of one measurement and its JSON files;
 //! - [`timing`]: building a format and timing its MTTKRP on every mode;
-//! - [`stats`]: medians and the relative error against the oracle;
+//! - [`stats`]: the relative error against the oracle (medians are
+//!   [`alto::harness::record::min_median_max`]);
 //! - [`progress`]: progress bars and log lines.
 
 pub mod cache;
