@@ -2,6 +2,7 @@
 
 use crate::formats::{BaselineIsa, BASELINE_ISA_ENV};
 use alto::harness::pool::PinPolicy;
+use alto_kernels::Isa;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -73,21 +74,31 @@ pub struct Opts {
     #[arg(long)]
     pub no_progress: bool,
 
-    /// The baselines' instruction set: `portable` or `avx2`. Default: `$ALTO_BASELINE_ISA`
-    /// (the binaries read it at start-up), else vector code exactly when ALTO's kernels are
-    /// vectorized.
+    /// The baselines' instruction set: `portable`, `avx2` or `avx512`. Default:
+    /// `$ALTO_BASELINE_ISA` (the binaries read it at start-up), else the one matching ALTO's
+    /// (`$ALTO_ISA`, else the best this CPU has), so both sides get the same vector width.
     #[arg(long, value_name = "ISA")]
     pub baseline_isa: Option<String>,
+
+    /// ALTO's instruction set (`scalar`, `pulp`, `avx2`, `avx512`), for every ALTO variant:
+    /// the default one, the rank-specialized and the any-rank kernel. Not a command-line
+    /// option: the binaries fill it from `$ALTO_ISA` ([`Opts::with_env`]); unset, the best this
+    /// CPU has.
+    #[arg(skip)]
+    pub alto_isa: Option<String>,
 }
 
 impl Opts {
-    /// Fills what the command line left unset from the environment (`ALTO_BASELINE_ISA`):
-    /// called once, at the top of each binary, so nothing below reads the environment.
+    /// Fills what the command line left unset from the environment (`ALTO_BASELINE_ISA`,
+    /// `ALTO_ISA`): called once, at the top of each binary, so nothing below reads the
+    /// environment.
     pub fn with_env(mut self) -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|s| !s.is_empty());
         if self.baseline_isa.is_none() {
-            self.baseline_isa = std::env::var(BASELINE_ISA_ENV)
-                .ok()
-                .filter(|s| !s.is_empty());
+            self.baseline_isa = var(BASELINE_ISA_ENV);
+        }
+        if self.alto_isa.is_none() {
+            self.alto_isa = var(alto::dispatch::ISA_ENV);
         }
         self
     }
@@ -103,8 +114,14 @@ pub struct Ctx {
     pub threads: Vec<usize>,
     /// Worker placement of every pool (`--pin`).
     pub pin: PinPolicy,
-    /// The baselines' instruction set (`--baseline-isa`), checked against this CPU.
+    /// ALTO's instruction set in every ALTO variant (`$ALTO_ISA`, else the best available).
+    pub alto_isa: Isa,
+    /// The baselines' instruction set (`--baseline-isa`), checked against this CPU; by default
+    /// the one matching [`Ctx::alto_isa`].
     pub baseline_isa: BaselineIsa,
+    /// The other vector instruction sets this CPU has (figure 6 also measures every format
+    /// with each, to show each format at its best besides both at the same ISA).
+    pub other_isas: Vec<Isa>,
 }
 
 impl Ctx {
@@ -143,19 +160,37 @@ impl Ctx {
         };
         std::fs::create_dir_all(&reports)
             .with_context(|| format!("cannot create {}", reports.display()))?;
+        let alto_isa =
+            alto::dispatch::DispatchOptions::from_values(opts.alto_isa.as_deref(), None)?.isa();
         let baseline_isa = match &opts.baseline_isa {
             Some(name) => BaselineIsa::from_name(name)
                 .map_err(|e| anyhow!("--baseline-isa / {BASELINE_ISA_ENV}: {e}"))?,
-            None => experiment_baseline_isa(crate::measure::alto_isa()?.name()),
+            None => matching_baseline_isa(alto_isa),
         };
+        let other_isas = [Isa::Avx2, Isa::Avx512]
+            .into_iter()
+            .filter(|&i| i != alto_isa && i.available())
+            .collect();
         Ok(Ctx {
             opts,
             host,
             reports,
             threads,
             pin,
+            alto_isa,
             baseline_isa,
+            other_isas,
         })
+    }
+
+    /// The baselines' instruction set in a measurement at ALTO ISA `isa`: the run's
+    /// (`--baseline-isa`) at the run's ALTO ISA, else the matching one.
+    pub fn baseline_isa_at(&self, isa: Isa) -> BaselineIsa {
+        if isa == self.alto_isa {
+            self.baseline_isa
+        } else {
+            matching_baseline_isa(isa)
+        }
     }
 
     /// The backend `--pin` binds workers with here (`none` when nothing is pinned).
@@ -180,24 +215,40 @@ impl Ctx {
         self.reports.join(figure).join(&self.host)
     }
 
-    /// `reports/.cache/<host>/<git commit>`: measurements are reused only by a build of the same
-    /// commit, because the records rendered from them carry this build's commit.
+    /// `reports/.cache/<host>/<code>/<settings>`: measurements are reused only by the same code
+    /// ([`crate::measure::cache::code_key`]) with the same settings ([`Ctx::settings_key`]).
     pub fn cache_dir(&self) -> PathBuf {
         self.reports
             .join(".cache")
             .join(&self.host)
-            .join(alto::harness::record::GIT_COMMIT)
+            .join(crate::measure::cache::code_key())
+            .join(self.settings_key())
+    }
+
+    /// The run settings that change a measured number, as a path component:
+    /// `r16-pin_compact-reps5-min0.1`.
+    pub fn settings_key(&self) -> String {
+        sanitize(&format!(
+            "r{}-pin_{}-reps{}-min{}",
+            self.opts.rank,
+            self.pin.name(),
+            self.opts.reps,
+            self.opts.min_seconds
+        ))
     }
 }
 
-/// The baselines' default instruction set in the experiments: vector code only when ALTO's
-/// kernels (whose ISA is `alto_isa`) are vectorized too, so neither side gets wider vectors
-/// than the other.
-pub fn experiment_baseline_isa(alto_isa: &str) -> BaselineIsa {
-    if alto_isa == "scalar" {
-        BaselineIsa::Portable
-    } else {
-        BaselineIsa::best()
+/// The baselines' instruction set with the vector width of ALTO's `alto_isa`: `avx512` and
+/// `avx2` map to the same, `scalar` to `portable`; `pulp` (which dispatches itself to the
+/// widest the CPU has) to the widest baseline ISA. An ISA this CPU lacks maps to `portable`
+/// (the caller checked ALTO's ISA already).
+pub fn matching_baseline_isa(alto_isa: Isa) -> BaselineIsa {
+    let named = |name: &str| BaselineIsa::from_name(name).unwrap_or(BaselineIsa::Portable);
+    match alto_isa {
+        Isa::Scalar => BaselineIsa::Portable,
+        Isa::Pulp => BaselineIsa::best(),
+        Isa::Avx2 => named("avx2"),
+        Isa::Avx512 => named("avx512"),
     }
 }
 
@@ -260,5 +311,18 @@ mod tests {
         assert_eq!(default_threads(112), vec![1, 2, 4, 8, 16, 32, 64, 112]);
         assert_eq!(sanitize("a b/c"), "a_b_c");
         assert_eq!(sanitize(".."), "host..");
+    }
+
+    #[test]
+    fn baselines_get_alto_s_vector_width() {
+        assert_eq!(matching_baseline_isa(Isa::Scalar).name(), "portable");
+        for isa in [Isa::Avx2, Isa::Avx512] {
+            if isa.available() {
+                assert_eq!(matching_baseline_isa(isa).name(), isa.name());
+            } else {
+                eprintln!("skipping {}: this CPU lacks it", isa.name());
+            }
+        }
+        assert_eq!(matching_baseline_isa(Isa::Pulp), BaselineIsa::best());
     }
 }

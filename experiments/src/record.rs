@@ -1,10 +1,13 @@
 //! The measurement record written beside every figure: `record.json` (the machine, the run's
 //! parameters, the code version and every number the figure was drawn from) and
 //! `measurements.csv` (one [`alto::harness::record::MeasurementRecord`] row per format, tensor, thread
-//! count and mode, the same columns every `alto` command writes).
+//! count and mode, the same columns every `alto` command writes). Every measurement carries its
+//! own stamp (date, commit, dirty flag, ISA, pinning and its backend, `--reps`,
+//! `--min-seconds`), taken when it was measured: a cached entry is never restamped with the
+//! rendering run's.
 
 use crate::config::Ctx;
-use crate::measure::{Entry, TensorData};
+use crate::measure::{Entry, Stamp, TensorData};
 use alto::harness::record::MeasurementRecord;
 use serde::Serialize;
 use std::path::Path;
@@ -18,6 +21,8 @@ pub struct RecordRow {
     pub nnz: u64,
     pub variant: String,
     pub threads: usize,
+    /// The ISA the variant's kernels ran with.
+    pub isa: String,
     pub status: String,
     pub build_s: Option<f64>,
     pub storage_bytes: Option<u64>,
@@ -31,6 +36,8 @@ pub struct RecordRow {
     pub all_modes_min_s: Option<f64>,
     pub all_modes_median_s: Option<f64>,
     pub all_modes_max_s: Option<f64>,
+    /// When and with what it was measured.
+    pub measured: Stamp,
 }
 
 fn sig5(x: f64) -> f64 {
@@ -44,15 +51,20 @@ pub struct Record {
     /// `alto-experiments <figure>`.
     pub program: String,
     pub alto_version: String,
+    /// The commit of the binary that rendered the figure (each measurement has its own).
     pub git_commit: String,
-    /// RFC 3339, UTC.
+    /// When the figure was rendered (RFC 3339, UTC); `measured_from_utc` to `measured_to_utc`
+    /// span the measurements' own dates.
     pub date_utc: String,
+    pub measured_from_utc: Option<String>,
+    pub measured_to_utc: Option<String>,
     pub cpu_model: String,
     /// The kernel-relevant CPU flags this machine has ([`alto::harness::record::KERNEL_FLAGS`]).
     pub cpu_flags: Vec<String>,
     pub hardware_threads: usize,
     pub threads: Vec<usize>,
-    /// Worker placement (`--pin`) and the backend that applied it.
+    /// Worker placement (`--pin`) of this run and the backend that applies it here (each
+    /// measurement has its own).
     pub pin: String,
     pub pin_backend: String,
     pub rank: usize,
@@ -76,6 +88,8 @@ impl Record {
             alto_version: stamp.alto_version,
             git_commit: stamp.git_commit,
             date_utc: stamp.date,
+            measured_from_utc: None,
+            measured_to_utc: None,
             cpu_model: stamp.cpu_model,
             cpu_flags: stamp.cpu_flags,
             hardware_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -88,9 +102,7 @@ impl Record {
             statistic: "median of the timed repetitions after one warm-up call",
             scale: ctx.opts.scale,
             seed: ctx.opts.seed,
-            alto_isa: crate::measure::alto_isa()
-                .map(|i| i.name().to_string())
-                .unwrap_or_else(|e| e.to_string()),
+            alto_isa: ctx.alto_isa.name().to_string(),
             baseline_isa: ctx.baseline_isa.name().to_string(),
             measurements: Vec::new(),
         }
@@ -104,12 +116,20 @@ impl Record {
         let sum = |f: fn(&crate::measure::ModeTime) -> f64| -> Option<f64> {
             (!e.modes.is_empty()).then(|| sig5(e.modes.iter().map(f).sum()))
         };
+        let date = &e.stamp.date_utc;
+        if self.measured_from_utc.as_ref().is_none_or(|d| date < d) {
+            self.measured_from_utc = Some(date.clone());
+        }
+        if self.measured_to_utc.as_ref().is_none_or(|d| date > d) {
+            self.measured_to_utc = Some(date.clone());
+        }
         self.measurements.push(RecordRow {
             tensor: tensor.info.name.clone(),
             shape: tensor.info.dims.clone(),
             nnz: tensor.info.nnz,
             variant: e.variant.name().to_string(),
             threads: e.threads,
+            isa: e.isa.clone(),
             status: format!("{:?}", e.status).to_lowercase(),
             build_s: e.build_s.map(sig5),
             storage_bytes: e.storage_bytes,
@@ -121,28 +141,26 @@ impl Record {
             all_modes_min_s: sum(|m| m.min_s),
             all_modes_median_s: sum(|m| m.median_s),
             all_modes_max_s: sum(|m| m.max_s),
+            measured: e.stamp.clone(),
         });
     }
 
     /// One library measurement record per (row, mode) that was timed. The kernel column is
-    /// `<format variant>/<what ran>`; the ISA is the one the format's kernels use.
+    /// `<format variant>/<what ran>`; the ISA, date, commit and pinning are the measurement's.
     pub fn measurement_records(&self) -> Vec<MeasurementRecord> {
         let mut out = Vec::new();
         for row in &self.measurements {
             for (mode, ran) in row.ran.iter().enumerate() {
                 let mut r = MeasurementRecord::new(&self.program);
                 r.alto_version.clone_from(&self.alto_version);
-                r.git_commit.clone_from(&self.git_commit);
-                r.date.clone_from(&self.date_utc);
-                r.isa = if row.variant.starts_with("ALTO") {
-                    self.alto_isa.clone()
-                } else {
-                    self.baseline_isa.clone()
-                };
+                r.git_commit.clone_from(&row.measured.git_commit);
+                r.git_dirty.clone_from(&row.measured.git_dirty);
+                r.date.clone_from(&row.measured.date_utc);
+                r.isa.clone_from(&row.isa);
                 r.kernel = format!("{}/{ran}", row.variant);
                 r.threads = row.threads;
-                r.pin.clone_from(&self.pin);
-                r.pin_backend.clone_from(&self.pin_backend);
+                r.pin.clone_from(&row.measured.pin);
+                r.pin_backend.clone_from(&row.measured.pin_backend);
                 r.rank = self.rank;
                 r.tensor.clone_from(&row.tensor);
                 r.shape.clone_from(&row.shape);

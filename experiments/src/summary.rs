@@ -40,15 +40,25 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     )?;
     writeln!(
         s,
-        "- Rank {}; stand-in scale {}; pinning {} ({}); ALTO ISA {}; baseline ISA {}; commit {}; {}",
+        "- Rank {}; stand-in scale {}; pinning {} ({}); ALTO ISA {}; baseline ISA {} (fig. 6 \
+         also measures every format at {}); rendered by commit {} on {}; measured {} to {} \
+         (each measurement's own date, commit and pinning are in `record.json`)",
         field("rank"),
         field("scale"),
         field("pin"),
         field("pin_backend"),
         field("alto_isa"),
         field("baseline_isa"),
+        if ctx.other_isas.is_empty() {
+            "no other vector ISA".to_string()
+        } else {
+            let names: Vec<&str> = ctx.other_isas.iter().map(|i| i.name()).collect();
+            names.join(", ")
+        },
         field("git_commit"),
-        field("date_utc")
+        field("date_utc"),
+        field("measured_from_utc"),
+        field("measured_to_utc")
     )?;
     writeln!(
         s,
@@ -65,11 +75,13 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     writeln!(s, "|---|---|---|---|---|")?;
     let mut found = 0;
     let mut details = String::new();
+    let mut gaps = String::new();
     for f in FIGURES {
         let Some(h): Option<Headline> = read_json(&ctx.figure_dir(f).join("headline.json")) else {
             continue;
         };
         found += 1;
+        gap_section(&mut gaps, &h)?;
         for c in &h.claims {
             let holds = match c.holds {
                 Some(true) => "yes",
@@ -92,6 +104,15 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
         writeln!(s, "| (no figure has been generated yet) | | | | |")?;
     }
     writeln!(s, "\nDetails:\n\n{details}")?;
+    if !gaps.is_empty() {
+        writeln!(
+            s,
+            "## Where this run departs from the paper\n\nFor each figure with a claim that \
+             does not hold here: the measured facts that bear on it, and the experiments that \
+             would test them.\n\n{gaps}"
+        )?;
+    }
+    scale_study(&mut s, ctx)?;
     writeln!(
         s,
         "Each figure's directory holds its PNG, a CSV of every plotted number and \
@@ -100,4 +121,140 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     let path = ctx.reports.join("SUMMARY.md");
     std::fs::write(&path, s).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// The failing claims of `h` with its figure's measured explanation.
+fn gap_section(out: &mut String, h: &Headline) -> Result<()> {
+    let failing: Vec<_> = h.claims.iter().filter(|c| c.holds == Some(false)).collect();
+    if failing.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "### {}\n", h.figure)?;
+    for c in &failing {
+        writeln!(
+            out,
+            "- Does not hold: {} (paper {}, here {})",
+            c.claim, c.paper, c.measured
+        )?;
+    }
+    if h.gap.evidence.is_empty() {
+        writeln!(
+            out,
+            "- No measured explanation is recorded for this figure."
+        )?;
+    }
+    for e in &h.gap.evidence {
+        writeln!(out, "- {e}")?;
+    }
+    for e in &h.gap.experiments {
+        writeln!(out, "- Experiment: {e}")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The per-tensor ratio a scale-study table shows, read from a figure's CSV.
+struct StudyMetric {
+    figure: &'static str,
+    what: &'static str,
+    value: fn(&[csv::StringRecord], &csv::StringRecord, &str) -> Option<f64>,
+}
+
+/// `reports/gap/scale<S>` for the scales the study runs.
+const STUDY_SCALES: [u32; 2] = [4, 16];
+
+/// Tables of figure 6's and 12's ratios per tensor at scale 1 (this run) and at the scales of
+/// `reports/gap/scale<S>` (run separately, see the figures' experiments), where present.
+fn scale_study(out: &mut String, ctx: &Ctx) -> Result<()> {
+    let metrics = [
+        StudyMetric {
+            figure: "fig06",
+            what: "MTTKRP speedup of ALTO over the best mode-agnostic format (same ISA)",
+            value: |rows, header, tensor| {
+                let col = header
+                    .iter()
+                    .position(|h| h == "speedup_alto_vs_best_agnostic")?;
+                rows.iter()
+                    .find(|r| r.get(0) == Some(tensor))?
+                    .get(col)?
+                    .parse()
+                    .ok()
+            },
+        },
+        StudyMetric {
+            figure: "fig12",
+            what: "construction speedup of ALTO over the faster HiCOO",
+            value: |rows, header, tensor| {
+                let fcol = header.iter().position(|h| h == "format")?;
+                let bcol = header.iter().position(|h| h == "build_s")?;
+                let build = |f: &str| -> Option<f64> {
+                    rows.iter()
+                        .find(|r| r.get(0) == Some(tensor) && r.get(fcol) == Some(f))?
+                        .get(bcol)?
+                        .parse()
+                        .ok()
+                };
+                let hicoo = [build("HiCOO-SB10"), build("HiCOO-SB14")]
+                    .into_iter()
+                    .flatten()
+                    .fold(f64::INFINITY, f64::min);
+                let alto = build("ALTO")?;
+                (hicoo.is_finite() && alto > 0.0).then(|| hicoo / alto)
+            },
+        },
+    ];
+    let study_dir = |scale: u32| ctx.reports.join("gap").join(format!("scale{scale}"));
+    let read = |root: &std::path::Path, fig: &str| -> Option<(csv::StringRecord, Vec<_>)> {
+        let path = root.join(fig).join(&ctx.host).join(format!("{fig}.csv"));
+        let mut r = csv::Reader::from_path(path).ok()?;
+        let header = r.headers().ok()?.clone();
+        Some((header, r.records().filter_map(|x| x.ok()).collect()))
+    };
+    let mut wrote_title = false;
+    for m in metrics {
+        let studies: Vec<(u32, csv::StringRecord, Vec<csv::StringRecord>)> = STUDY_SCALES
+            .iter()
+            .filter_map(|&sc| read(&study_dir(sc), m.figure).map(|(h, r)| (sc, h, r)))
+            .collect();
+        if studies.is_empty() {
+            continue;
+        }
+        if !wrote_title {
+            writeln!(
+                out,
+                "## Scale study\n\nThe same figures at larger `--scale` for a few tensors \
+                 (`reports/gap/scale<S>/`, each with its own record.json), beside this run's \
+                 scale {}.\n",
+                ctx.opts.scale
+            )?;
+            wrote_title = true;
+        }
+        let here = read(&ctx.reports, m.figure);
+        writeln!(out, "{} ({}):\n", m.what, m.figure)?;
+        let scales: Vec<String> = studies.iter().map(|s| format!("scale {}", s.0)).collect();
+        writeln!(
+            out,
+            "| tensor | scale {} | {} |",
+            ctx.opts.scale,
+            scales.join(" | ")
+        )?;
+        writeln!(out, "|---|---|{}", "---|".repeat(studies.len()))?;
+        let mut tensors: Vec<String> = studies
+            .iter()
+            .flat_map(|s| s.2.iter().filter_map(|r| r.get(0).map(str::to_string)))
+            .collect();
+        tensors.sort();
+        tensors.dedup();
+        let fmt = |v: Option<f64>| v.map_or("n/a".to_string(), |x| format!("{x:.2}x"));
+        for t in tensors {
+            let base = here.as_ref().and_then(|(h, r)| (m.value)(r, h, &t));
+            let cols: Vec<String> = studies
+                .iter()
+                .map(|(_, h, r)| fmt((m.value)(r, h, &t)))
+                .collect();
+            writeln!(out, "| {t} | {} | {} |", fmt(base), cols.join(" | "))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }

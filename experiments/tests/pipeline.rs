@@ -49,6 +49,8 @@ fn all_figures_render_and_resume_from_the_cache() {
     .unwrap();
     let reports = dir.path().join("reports");
     run_figures(&FIGURES, opts(&reports, &data)).unwrap();
+    let stamps_first = stamps(&reports);
+    assert!(!stamps_first.is_empty());
     for f in FIGURES {
         let d = reports.join(f).join("testhost");
         for name in [format!("{f}.png"), format!("{f}.csv"), "record.json".into()] {
@@ -76,6 +78,69 @@ fn all_figures_render_and_resume_from_the_cache() {
         .map(|p| std::fs::metadata(&p).unwrap().modified().unwrap())
         .collect();
     assert_eq!(mtimes, again, "a cached run rewrote measurements");
+    // The records report each measurement's own stamp, not the second run's.
+    assert_eq!(stamps(&reports), stamps_first);
+    // Another `--reps` changes the numbers: measured again, beside the first entries.
+    let mut more_reps = opts(&reports, &data);
+    more_reps.reps = 2;
+    run_figures(&["fig10"], more_reps).unwrap();
+    assert!(count(&cache) > before);
+}
+
+/// (variant, tensor, threads, isa, measured date) of every row of fig06's record.
+fn stamps(reports: &std::path::Path) -> Vec<String> {
+    let rec = record(reports, "fig06");
+    rec["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} {} {} {}",
+                m["variant"], m["tensor"], m["threads"], m["isa"], m["measured"]["date_utc"]
+            )
+        })
+        .collect()
+}
+
+fn record(reports: &std::path::Path, figure: &str) -> serde_json::Value {
+    let path = reports.join(figure).join("testhost").join("record.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn alto_isa_reaches_every_alto_variant_and_the_baselines_match_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let reports = dir.path().join("reports");
+    let mut o = opts(&reports, &data);
+    o.tensors = vec!["nips".into()];
+    o.alto_isa = Some("scalar".into());
+    run_figures(&["fig06", "fig10"], o).unwrap();
+    let rows = |figure: &str| record(&reports, figure)["measurements"].clone();
+    let mut alto_rows = 0;
+    for figure in ["fig06", "fig10"] {
+        assert_eq!(record(&reports, figure)["alto_isa"], "scalar");
+        for m in rows(figure).as_array().unwrap() {
+            let variant = m["variant"].as_str().unwrap();
+            let isa = m["isa"].as_str().unwrap();
+            // Fig. 6 also runs every format at the CPU's vector ISAs; at the run's ISA, ALTO's
+            // kernels are scalar and the baselines portable.
+            if ["scalar", "portable"].contains(&isa) {
+                let want = if variant.starts_with("ALTO") { "scalar" } else { "portable" };
+                assert_eq!(isa, want, "{m}");
+            }
+            if variant.starts_with("ALTO") && isa == "scalar" {
+                alto_rows += 1;
+                for ran in m["ran"].as_array().unwrap() {
+                    assert!(ran.as_str().unwrap().contains("scalar"), "{m}");
+                }
+            }
+        }
+    }
+    // ALTO, its rank-specialized and its any-rank kernel all ran scalar.
+    assert_eq!(alto_rows, 3);
 }
 
 fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -17,9 +17,9 @@ impl Figure for Fig07 {
         let mut v: Vec<Need> = ctx
             .threads
             .iter()
-            .flat_map(|&t| needs_for(&Format::ALL, t, true))
+            .flat_map(|&t| needs_for(&Format::ALL, t, true, ctx.alto_isa))
             .collect();
-        v.extend(needs_for(&[Format::Alto], 1, true)); // the sequential reference
+        v.extend(needs_for(&[Format::Alto], 1, true, ctx.alto_isa)); // the sequential reference
         v
     }
 
@@ -156,6 +156,7 @@ impl Figure for Fig07 {
         let headline = Headline {
             figure: self.id().into(),
             tensors: tensors.len(),
+            gap: Gap::default(),
             claims,
         };
         emit(ctx, self.id(), &fig, &csv, &record, &headline)?;

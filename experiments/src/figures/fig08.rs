@@ -22,7 +22,7 @@ impl Figure for Fig08 {
     fn needs(&self, spec: &TensorSpec, ctx: &Ctx) -> Vec<Need> {
         let standin = matches!(spec.source, crate::tensors::Source::Standin { .. });
         if standin && selected(&spec.name) {
-            needs_for(&Format::ALL, ctx.max_threads(), true)
+            needs_for(&Format::ALL, ctx.max_threads(), true, ctx.alto_isa)
         } else {
             Vec::new()
         }
@@ -120,6 +120,7 @@ impl Figure for Fig08 {
         let headline = Headline {
             figure: self.id().into(),
             tensors: tensors.len(),
+            gap: Gap::default(),
             claims: vec![Claim {
                 claim: "ALTO's MTTKRP time is consistent across modes, unlike the other \
                         formats (slowest / fastest mode, geometric mean)"

@@ -19,6 +19,7 @@ impl Figure for Fig10 {
                 variant,
                 threads: ctx.max_threads(),
                 timed: true,
+                isa: ctx.alto_isa,
             })
             .collect()
     }
@@ -117,6 +118,7 @@ impl Figure for Fig10 {
         let headline = Headline {
             figure: self.id().into(),
             tensors: tensors.len(),
+            gap: Gap::default(),
             claims: vec![Claim {
                 claim: "Speedup from rank specialization (geometric mean)".into(),
                 paper: "1.3x".into(),

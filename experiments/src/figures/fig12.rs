@@ -13,7 +13,7 @@ impl Figure for Fig12 {
     }
 
     fn needs(&self, _spec: &TensorSpec, ctx: &Ctx) -> Vec<Need> {
-        needs_for(&Format::BUILT, ctx.max_threads(), false)
+        needs_for(&Format::BUILT, ctx.max_threads(), false, ctx.alto_isa)
     }
 
     fn render(&self, data: &[TensorData], ctx: &Ctx) -> Result<Headline> {
@@ -98,6 +98,7 @@ impl Figure for Fig12 {
         let headline = Headline {
             figure: self.id().into(),
             tensors: tensors.len(),
+            gap: gap::fig12(data, ctx),
             claims: vec![
                 Claim {
                     claim: "Construction: ALTO faster than HiCOO (geometric mean of time ratio, \

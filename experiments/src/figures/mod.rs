@@ -6,12 +6,14 @@ pub mod fig08;
 pub mod fig10;
 pub mod fig11;
 pub mod fig12;
+pub mod gap;
 
 use crate::config::Ctx;
 use crate::measure::{Need, TensorData, Variant};
 use crate::plot::{self, Cell};
 use crate::record::Record;
 use crate::tensors::{Category, TensorSpec};
+use alto_kernels::Isa;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -107,9 +109,10 @@ impl Format {
     }
 }
 
-/// Needs for `formats` at `threads`. On one thread COO's two variants are the same code (the
-/// only private copy is the output itself), so only one is measured.
-pub fn needs_for(formats: &[Format], threads: usize, timed: bool) -> Vec<Need> {
+/// Needs for `formats` at `threads` and ALTO ISA `isa` (baselines at the matching ISA). On one
+/// thread COO's two variants are the same code (the only private copy is the output itself),
+/// so only one is measured.
+pub fn needs_for(formats: &[Format], threads: usize, timed: bool, isa: Isa) -> Vec<Need> {
     formats
         .iter()
         .flat_map(|f| f.variants().iter())
@@ -118,6 +121,7 @@ pub fn needs_for(formats: &[Format], threads: usize, timed: bool) -> Vec<Need> {
             variant,
             threads,
             timed,
+            isa,
         })
         .collect()
 }
@@ -125,16 +129,26 @@ pub fn needs_for(formats: &[Format], threads: usize, timed: bool) -> Vec<Need> {
 /// Why a value is missing, as figures print it.
 pub type Missing = String;
 
-/// MTTKRP time of `mode` (`None`: all modes, the sum of per-mode medians). COO takes the
-/// better of its two variants per mode.
+/// MTTKRP time of `mode` (`None`: all modes, the sum of per-mode medians) at the run's ISA.
+/// COO takes the better of its two variants per mode.
 pub fn time_of(
     td: &TensorData,
     f: Format,
     threads: usize,
     mode: Option<usize>,
 ) -> Result<f64, Missing> {
+    time_at(td, f, threads, mode, td.isa)
+}
+
+/// [`time_of`] at ALTO ISA `isa` (the baselines at the matching one).
+pub fn time_at(
+    td: &TensorData,
+    f: Format,
+    threads: usize,
+    mode: Option<usize>,
+    isa: Isa,
+) -> Result<f64, Missing> {
     let mut reasons = Vec::new();
-    let per_mode = |e: &crate::measure::Entry, m: usize| e.mode_s(m);
     let modes: Vec<usize> = match mode {
         Some(m) => vec![m],
         None => (0..td.info.order).collect(),
@@ -143,9 +157,9 @@ pub fn time_of(
     for m in modes {
         let mut best: Option<f64> = None;
         for &v in f.variants() {
-            match td.get(v, threads) {
+            match td.get_at(v, threads, isa) {
                 Some(e) if e.ok() => {
-                    if let Some(t) = per_mode(e, m) {
+                    if let Some(t) = e.mode_s(m) {
                         best = Some(best.map_or(t, |b: f64| b.min(t)));
                     }
                 }
@@ -159,6 +173,26 @@ pub fn time_of(
         }
     }
     Ok(total)
+}
+
+/// The all-modes MTTKRP time of `f` at the fastest of `isas`, with that ISA's name (the
+/// format "at its best").
+pub fn best_time(
+    td: &TensorData,
+    f: Format,
+    threads: usize,
+    isas: &[Isa],
+) -> Result<(f64, &'static str), Missing> {
+    let mut found: Option<(f64, &'static str)> = None;
+    let mut why = "not run".to_string();
+    for &isa in isas {
+        match time_at(td, f, threads, None, isa) {
+            Ok(t) if found.is_none_or(|(b, _)| t < b) => found = Some((t, isa.name())),
+            Ok(_) => {}
+            Err(w) => why = w,
+        }
+    }
+    found.ok_or(why)
 }
 
 /// Storage in bytes (the build of any of the format's variants).
@@ -250,12 +284,26 @@ pub struct Claim {
     pub detail: String,
 }
 
+/// Why a figure's numbers may differ from the paper's: measured facts, and the experiments
+/// that would show whether the difference closes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Gap {
+    /// One measured fact per entry.
+    pub evidence: Vec<String>,
+    /// Commands (or setups) that would test the explanation.
+    pub experiments: Vec<String>,
+}
+
 /// What a figure contributes to `SUMMARY.md`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Headline {
     pub figure: String,
     pub tensors: usize,
     pub claims: Vec<Claim>,
+    /// Measured facts that explain where this run departs from the paper, and the runs that
+    /// would test them (empty where the figure records none).
+    #[serde(default)]
+    pub gap: Gap,
 }
 
 /// Writes `<figure>.png`, `<figure>.csv`, `record.json` and `headline.json`.

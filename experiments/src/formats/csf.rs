@@ -61,7 +61,8 @@ impl CsfTree {
     pub fn storage_bytes(&self) -> u64 {
         let words: usize = self.fptr.iter().map(Vec::len).sum::<usize>()
             + self.fids.iter().map(Vec::len).sum::<usize>()
-            + self.tile_ptr.len();
+            + self.tile_ptr.len()
+            + self.perm.len();
         (words * 8 + self.vals.len() * 8) as u64
     }
 
@@ -477,7 +478,8 @@ mod tests {
         assert_eq!(t.perm(), &[0, 1, 2]);
         assert_eq!(t.level_sizes(), vec![2, 3, 4]);
         assert_eq!(t.tiles(), 1);
-        // 3 fptr arrays of 3 + 4 entries, 2 + 3 + 4 ids, 4 values, 2 tile pointers.
-        assert_eq!(t.storage_bytes(), (3 + 4 + 9 + 4 + 2) * 8);
+        // 2 fptr arrays of 3 + 4 entries, 2 + 3 + 4 ids, 4 values, 2 tile pointers, and the
+        // 3-entry level order.
+        assert_eq!(t.storage_bytes(), (3 + 4 + 9 + 4 + 2 + 3) * 8);
     }
 }

@@ -153,6 +153,7 @@ impl MttkrpFormat for HicooFormat {
             + b(self.kptr.len(), 8)
             + self.sched_ptr.iter().map(|v| b(v.len(), 8)).sum::<u64>()
             + self.sched_ids.iter().map(|v| b(v.len(), 4)).sum::<u64>()
+            + b(self.heaviest_row.len() + self.nonempty_rows.len(), 8)
     }
 
     /// Runs the schedule `opts.hicoo_sync` picks and returns its name.

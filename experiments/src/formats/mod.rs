@@ -1,6 +1,6 @@
 //! The formats ALTO is compared with in the paper's evaluation (section 5), implemented here with
-//! the same care as the ALTO kernels (rank-specialized row loops, an AVX2 entry point, the same
-//! caller-owned rayon pool) so that the comparison measures the formats, not the effort:
+//! the same care as the ALTO kernels (rank-specialized row loops, AVX2 and AVX-512 entry points,
+//! the same caller-owned rayon pool) so that the comparison measures the formats, not the effort:
 //!
 //! - [`coo`]: plain coordinates; parallel MTTKRP with atomic adds or with thread-private output
 //!   copies ([`CooSync`]); the paper reports the better of the two.
@@ -40,8 +40,9 @@ use alto::coo::CooTensor;
 use alto::format::alto::available_memory;
 use alto::{AltoError, Matrix, Result};
 
-/// Environment variable that forces the baselines' instruction set (`portable` or `avx2`); the
-/// binaries read it once at the top ([`crate::config::Opts`]), the formats never do.
+/// Environment variable that forces the baselines' instruction set (`portable`, `avx2` or
+/// `avx512`); the binaries read it once at the top ([`crate::config::Opts`]), the formats never
+/// do.
 pub const BASELINE_ISA_ENV: &str = "ALTO_BASELINE_ISA";
 
 /// Run-time choices of the baseline kernels; the defaults are the best ISA of this CPU, COO

@@ -2,14 +2,16 @@
 //! measurement cached on disk as soon as it is taken, so an interrupted run resumes where it
 //! stopped.
 //!
-//! The unit of work (and of caching) is one [`Variant`] of one tensor at one thread count:
-//! build it (timed), record its storage, and, when a figure needs times, run MTTKRP on every
-//! mode: one warm-up call (checked against the oracle), then at least `--reps` timed calls and
-//! at least `--min-seconds` of them; min, median and max are kept.
+//! The unit of work (and of caching) is one [`Variant`] of one tensor at one thread count and
+//! one ISA (ALTO's; the baselines run the matching one): build it (timed), record its full
+//! storage footprint, and, when a figure needs times, run MTTKRP on every mode: one warm-up
+//! call (checked against the oracle), then at least `--reps` timed calls and at least
+//! `--min-seconds` of them; min, median and max are kept.
 //!
 //! - [`cache`]: the cached [`Entry`] of one measurement and its JSON files;
 //! - [`timing`]: building a format and timing its MTTKRP on every mode;
-//! - [`stats`]: medians and the relative error against the oracle;
+//! - [`stats`]: the relative error against the oracle (medians are
+//!   [`alto::harness::record::min_median_max`]);
 //! - [`progress`]: progress bars and log lines.
 
 pub mod cache;
@@ -17,15 +19,16 @@ pub mod progress;
 pub mod stats;
 pub mod timing;
 
-pub use cache::{read_json, write_json, Entry, ModeTime, Status};
+pub use cache::{read_json, write_json, Entry, ModeTime, Stamp, Status};
 pub use progress::Progress;
-pub use stats::{max_relative_error, median};
+pub use stats::max_relative_error;
 pub use timing::classify;
 
 use crate::config::Ctx;
 use crate::formats::BaselineKind;
 use crate::tensors::{self, TensorInfo, TensorSpec};
 use alto::harness::pool::build_pinned_pool;
+use alto_kernels::Isa;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -43,9 +46,9 @@ pub enum Variant {
     CsfTile,
     /// ALTO with the default options (automatic strategy and kernel).
     Alto,
-    /// ALTO with the best ISA's kernel specialized for the rank (figure 10).
+    /// ALTO with the run ISA's kernel specialized for the rank (figure 10).
     AltoRankFixed,
-    /// ALTO with the best ISA's kernel for any rank (figure 10).
+    /// ALTO with the run ISA's kernel for any rank (figure 10).
     AltoRankDynamic,
 }
 
@@ -103,34 +106,47 @@ pub struct Need {
     pub threads: usize,
     /// MTTKRP times on every mode (otherwise build time and storage only).
     pub timed: bool,
+    /// ALTO's ISA in this measurement; the baselines run the matching one
+    /// ([`Ctx::baseline_isa_at`]).
+    pub isa: Isa,
+}
+
+/// What identifies a measurement of one tensor: variant, thread count, ISA.
+pub type EntryKey = (Variant, usize, Isa);
+
+impl Need {
+    pub fn key(&self) -> EntryKey {
+        (self.variant, self.threads, self.isa)
+    }
+
+    /// The name of the ISA this need's variant runs with in `ctx`.
+    pub fn isa_run(&self, ctx: &Ctx) -> &'static str {
+        match self.variant.build() {
+            Build::Alto => self.isa.name(),
+            Build::Baseline(_) => ctx.baseline_isa_at(self.isa).name(),
+        }
+    }
 }
 
 /// Everything measured on one tensor.
 #[derive(Clone, Debug)]
 pub struct TensorData {
     pub info: TensorInfo,
-    pub entries: BTreeMap<(Variant, usize), Entry>,
+    /// The run's ALTO ISA ([`Ctx::alto_isa`]): the one [`TensorData::get`] answers for.
+    pub isa: Isa,
+    pub entries: BTreeMap<EntryKey, Entry>,
 }
 
 impl TensorData {
+    /// The measurement at the run's ISA.
     pub fn get(&self, v: Variant, threads: usize) -> Option<&Entry> {
-        self.entries.get(&(v, threads))
+        self.get_at(v, threads, self.isa)
     }
-}
 
-/// ALTO's default ISA in this process: `ALTO_ISA` when set (read here, at the binary level: the
-/// library takes it as an explicit option), else the best the CPU has.
-pub fn alto_isa() -> alto::Result<alto_kernels::Isa> {
-    use alto::dispatch::{DispatchOptions, ISA_ENV};
-    let forced = std::env::var(ISA_ENV).ok();
-    Ok(DispatchOptions::from_values(forced.as_deref(), None)?.isa())
-}
-
-/// `alto=<isa> baseline=<isa>` of this run: a cached entry measured with other instruction sets
-/// is measured again.
-pub fn isas_now(ctx: &Ctx) -> String {
-    let a = alto_isa().map_or_else(|e| e.to_string(), |i| i.name().into());
-    format!("alto={a} baseline={}", ctx.baseline_isa.name())
+    /// The measurement at ALTO ISA `isa` (baselines at the matching one).
+    pub fn get_at(&self, v: Variant, threads: usize, isa: Isa) -> Option<&Entry> {
+        self.entries.get(&(v, threads, isa))
+    }
 }
 
 /// Runs (or loads) the measurements.
@@ -145,8 +161,8 @@ impl Engine<'_> {
         let mut needs = needs.to_vec();
         needs.sort();
         needs.dedup_by(|a, b| {
-            // Keep one need per (variant, threads), timed if either is.
-            if a.variant == b.variant && a.threads == b.threads {
+            // Keep one need per (variant, threads, ISA), timed if either is.
+            if a.key() == b.key() {
                 b.timed |= a.timed;
                 true
             } else {
@@ -158,7 +174,11 @@ impl Engine<'_> {
         let cached_info: Option<TensorInfo> = read_json(&info_path);
         if todo.is_empty() {
             if let Some(info) = cached_info {
-                return Ok(TensorData { info, entries });
+                return Ok(TensorData {
+                    info,
+                    isa: self.ctx.alto_isa,
+                    entries,
+                });
             }
         }
         let t_load = Instant::now();
@@ -174,7 +194,11 @@ impl Engine<'_> {
             t_load.elapsed().as_secs_f64()
         ));
         if todo.is_empty() {
-            return Ok(TensorData { info, entries });
+            return Ok(TensorData {
+                info,
+                isa: self.ctx.alto_isa,
+                entries,
+            });
         }
         let mut run = TensorRun::new(self, spec, &coo);
         // Group by thread count, then by build, so each build serves all its variants.
@@ -209,8 +233,8 @@ impl Engine<'_> {
                     .copied()
                     .collect();
                 let done = run.measure_build(b, &group, &pool, &bar)?;
-                for e in done {
-                    write_json(&self.entry_path(spec, e.variant, e.threads), &e)?;
+                for (n, e) in group.iter().zip(done) {
+                    write_json(&self.entry_path(spec, n), &e)?;
                     if e.status == Status::Failed {
                         self.progress.log(&format!(
                             "WARNING {}: {} at {} threads failed: {}",
@@ -220,11 +244,15 @@ impl Engine<'_> {
                             e.reason.as_deref().unwrap_or("")
                         ));
                     }
-                    entries.insert((e.variant, e.threads), e);
+                    entries.insert(n.key(), e);
                 }
             }
         }
         bar.finish_and_clear();
-        Ok(TensorData { info, entries })
+        Ok(TensorData {
+            info,
+            isa: self.ctx.alto_isa,
+            entries,
+        })
     }
 }

@@ -1,13 +1,14 @@
 //! Building one format and timing its MTTKRP on every mode, each warm-up result checked against
 //! the oracle.
 
-use super::cache::{Entry, ModeTime, Status, CACHE_VERSION};
-use super::stats::{max_relative_error, median};
-use super::{isas_now, Build, Engine, Need, Variant};
+use super::cache::{Entry, ModeTime, Stamp, Status, CACHE_VERSION};
+use super::stats::max_relative_error;
+use super::{Build, Engine, Need, Variant};
 use crate::formats::{Baseline, BaselineOptions, CooSync};
 use crate::tensors::TensorSpec;
-use alto::dispatch::{best_isa, KernelChoice};
+use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions};
+use alto::harness::record::min_median_max;
 use alto::mttkrp::{mttkrp, mttkrp_oracle, MttkrpOptions, Workspace};
 use alto::{AltoError, CooTensor, Matrix};
 use alto_kernels::{KernelId, RankSpec};
@@ -21,6 +22,8 @@ pub(super) struct TensorRun<'a> {
     coo: &'a CooTensor,
     factors: Vec<Matrix>,
     oracle: Vec<Option<Matrix>>,
+    /// The backend `--pin` binds with here, asked once.
+    pin_backend: String,
 }
 
 impl<'a> TensorRun<'a> {
@@ -37,6 +40,7 @@ impl<'a> TensorRun<'a> {
             coo,
             factors,
             oracle: vec![None; coo.order()],
+            pin_backend: engine.ctx.pin_backend(),
         }
     }
 
@@ -47,7 +51,9 @@ impl<'a> TensorRun<'a> {
         Ok(self.oracle[mode].as_ref().expect("just computed"))
     }
 
-    /// Builds `b` once at the pool's thread count and measures every need of `group` on it.
+    /// Builds `b` once at the pool's thread count and measures every need of `group` on it
+    /// (whatever its ISA: building does not depend on the kernels' ISA); the entries come back
+    /// in `group`'s order.
     pub(super) fn measure_build(
         &mut self,
         b: Build,
@@ -79,22 +85,24 @@ impl<'a> TensorRun<'a> {
             Ok(x) => x,
             Err(e) => {
                 let status = classify(&e);
+                let ctx = self.engine.ctx;
                 return Ok(group
                     .iter()
                     .map(|n| {
                         Entry::failed(
-                            n.variant,
-                            threads,
+                            n,
                             rank,
                             status.clone(),
                             e.to_string(),
-                            isas_now(self.engine.ctx),
+                            n.isa_run(ctx).to_string(),
+                            Stamp::now(ctx, &self.pin_backend),
                         )
                     })
                     .collect());
             }
         };
         let storage = format.storage_bytes();
+        let ctx = self.engine.ctx;
         let mut out = Vec::new();
         for n in group {
             let mut e = Entry {
@@ -109,11 +117,12 @@ impl<'a> TensorRun<'a> {
                 modes: Vec::new(),
                 max_rel_err: None,
                 timed: n.timed,
-                isas: isas_now(self.engine.ctx),
+                isa: n.isa_run(ctx).to_string(),
+                isa_key: n.isa.name().to_string(),
+                stamp: Stamp::now(ctx, &self.pin_backend),
             };
             if n.timed {
-                if let Err((status, why)) = self.time_variant(&format, n.variant, pool, bar, &mut e)
-                {
+                if let Err((status, why)) = self.time_variant(&format, n, pool, bar, &mut e) {
                     e.status = status;
                     e.reason = Some(why);
                     e.modes.clear();
@@ -124,16 +133,20 @@ impl<'a> TensorRun<'a> {
         Ok(out)
     }
 
-    /// Times every mode of `v` on `format`, filling `e.modes` and `e.max_rel_err`.
+    /// Times every mode of `need`'s variant on `format` with `need`'s ISA (every ALTO variant
+    /// runs that ISA's kernels; the baselines the matching ISA), filling `e.modes` and
+    /// `e.max_rel_err`.
     fn time_variant(
         &mut self,
         format: &Built,
-        v: Variant,
+        need: &Need,
         pool: &rayon::ThreadPool,
         bar: &ProgressBar,
         e: &mut Entry,
     ) -> std::result::Result<(), (Status, String)> {
-        let opts = &self.engine.ctx.opts;
+        let ctx = self.engine.ctx;
+        let opts = &ctx.opts;
+        let (v, isa) = (need.variant, need.isa);
         let rank = opts.rank;
         let threads = pool.current_num_threads();
         let order = self.coo.order();
@@ -141,7 +154,7 @@ impl<'a> TensorRun<'a> {
             Variant::AltoRankFixed => match RankSpec::best_for(rank) {
                 RankSpec::Fixed(r) => Some(MttkrpOptions {
                     kernel: KernelChoice::Named(KernelId {
-                        isa: best_isa(),
+                        isa,
                         rank: RankSpec::Fixed(r),
                     }),
                     ..Default::default()
@@ -155,15 +168,20 @@ impl<'a> TensorRun<'a> {
             },
             Variant::AltoRankDynamic => Some(MttkrpOptions {
                 kernel: KernelChoice::Named(KernelId {
-                    isa: best_isa(),
+                    isa,
                     rank: RankSpec::Dynamic,
                 }),
                 ..Default::default()
             }),
-            _ => Some(MttkrpOptions::default()),
+            // The default options, but the kernel `auto` bound to this ISA (the library's
+            // default would be the best ISA whatever `ALTO_ISA` says).
+            _ => Some(MttkrpOptions {
+                kernel: KernelChoice::Isa(isa),
+                ..Default::default()
+            }),
         };
         let base_opts = BaselineOptions {
-            isa: self.engine.ctx.baseline_isa,
+            isa: ctx.baseline_isa_at(isa),
             coo_sync: if v == Variant::CooPrivatized {
                 CooSync::Privatized
             } else {
@@ -217,13 +235,13 @@ impl<'a> TensorRun<'a> {
                 spent += s;
                 times.push(s);
             }
-            times.sort_by(f64::total_cmp);
+            let (min_s, median_s, max_s) = min_median_max(&times);
             e.modes.push(ModeTime {
                 mode,
                 reps: times.len(),
-                min_s: times[0],
-                median_s: median(&times),
-                max_s: times[times.len() - 1],
+                min_s,
+                median_s,
+                max_s,
                 ran,
             });
             bar.inc(1);
@@ -239,12 +257,26 @@ enum Built {
 }
 
 impl Built {
+    /// The full footprint, counted the same way for every format: every array the format
+    /// keeps to run MTTKRP (indices, values, pointers, schedules, partition metadata).
     fn storage_bytes(&self) -> u64 {
         match self {
             Built::Baseline(b) => b.storage_bytes(),
-            Built::Alto(a) => a.storage_bytes(),
+            Built::Alto(a) => alto_footprint_bytes(a),
         }
     }
+}
+
+/// ALTO's full footprint: the library's `storage_bytes` (one index word and one value per
+/// nonzero) plus what it leaves out: the per-mode bit masks and flag positions, the partition
+/// bounds (one `usize` per partition and one more) and the partition intervals (a closed
+/// `(u64, u64)` per partition and mode).
+pub fn alto_footprint_bytes(a: &AnyAlto) -> u64 {
+    let word = u64::from(a.width().bits() / 8);
+    let (order, parts) = (a.order() as u64, a.num_partitions() as u64);
+    let usize_bytes = std::mem::size_of::<usize>() as u64;
+    let flag_bytes = std::mem::size_of::<Option<u32>>() as u64;
+    a.storage_bytes() + order * (word + flag_bytes) + (parts + 1) * usize_bytes + parts * order * 16
 }
 
 fn build_name(b: Build) -> &'static str {
@@ -268,6 +300,36 @@ pub fn classify(e: &AltoError) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alto_footprint_counts_partition_metadata() {
+        let coo = CooTensor::new(
+            vec![4, 5, 6],
+            vec![vec![0, 1, 3], vec![0, 4, 2], vec![5, 0, 1]],
+            vec![1.0, 2.0, 3.0],
+        )
+        .unwrap();
+        let build = |partitions| {
+            AnyAlto::build(
+                &coo,
+                &BuildOptions {
+                    partitions,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .0
+        };
+        let (one, two) = (build(1), build(2));
+        // 3 nonzeros of a 32-bit index and a value; 3 masks and flag positions; bounds; intervals.
+        let meta_one = 3 * (4 + 8) + 2 * 8 + 3 * 16;
+        assert_eq!(alto_footprint_bytes(&one), 3 * (4 + 8) + meta_one);
+        // A second partition adds one bound and one interval per mode.
+        assert_eq!(
+            alto_footprint_bytes(&two) - alto_footprint_bytes(&one),
+            8 + 3 * 16
+        );
+    }
 
     #[test]
     fn errors_are_classified() {

@@ -141,7 +141,8 @@ impl Settings {
         let alto_isa_env = std::env::var(alto::dispatch::ISA_ENV)
             .ok()
             .filter(|s| !s.is_empty());
-        let auto_isa = crate::measure::alto_isa()?;
+        let auto_isa =
+            alto::dispatch::DispatchOptions::from_values(alto_isa_env.as_deref(), None)?.isa();
         let (kernels, skipped_isas) = kernel_list(&o.isa, auto_isa)?;
         let host = match &o.host {
             Some(h) => crate::config::sanitize(h),

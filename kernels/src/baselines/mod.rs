@@ -88,16 +88,20 @@ pub enum BaselineIsa {
     Portable,
     /// AVX2 and FMA, as a C baseline compiled with `-march=native` on an AVX2 machine.
     Avx2(Avx2Fma),
+    /// AVX-512F (with AVX2 and FMA), as a C baseline compiled with `-march=native` on an
+    /// AVX-512 machine: the same vector width ALTO's `avx512` kernels use.
+    Avx512(Avx512),
 }
 
 impl BaselineIsa {
     /// Every ISA name, in [`BaselineIsa::name`] spelling.
-    pub const NAMES: [&'static str; 2] = ["portable", "avx2"];
+    pub const NAMES: [&'static str; 3] = ["portable", "avx2", "avx512"];
 
     pub fn name(self) -> &'static str {
         match self {
             BaselineIsa::Portable => "portable",
             BaselineIsa::Avx2(_) => "avx2",
+            BaselineIsa::Avx512(_) => "avx512",
         }
     }
 
@@ -108,20 +112,26 @@ impl BaselineIsa {
             "avx2" => Avx2Fma::try_new()
                 .map(BaselineIsa::Avx2)
                 .ok_or_else(|| "ISA `avx2` is not available on this CPU".to_string()),
-            _ => Err(format!("unknown ISA `{name}` (portable or avx2)")),
+            "avx512" => Avx512::try_new()
+                .map(BaselineIsa::Avx512)
+                .ok_or_else(|| "ISA `avx512` is not available on this CPU".to_string()),
+            _ => Err(format!("unknown ISA `{name}` (portable, avx2 or avx512)")),
         }
     }
 
-    /// Every ISA this CPU runs.
+    /// Every ISA this CPU runs, narrowest first.
     pub fn available() -> Vec<Self> {
         let mut v = vec![BaselineIsa::Portable];
         v.extend(Avx2Fma::try_new().map(BaselineIsa::Avx2));
+        v.extend(Avx512::try_new().map(BaselineIsa::Avx512));
         v
     }
 
     /// The widest available.
     pub fn best() -> Self {
-        Avx2Fma::try_new().map_or(BaselineIsa::Portable, BaselineIsa::Avx2)
+        *Self::available()
+            .last()
+            .expect("`available` always holds `Portable`")
     }
 
     /// Runs `kernel` compiled for this ISA.
@@ -130,6 +140,7 @@ impl BaselineIsa {
         match self {
             BaselineIsa::Portable => Portable.vectorize(kernel),
             BaselineIsa::Avx2(token) => token.vectorize(kernel),
+            BaselineIsa::Avx512(token) => token.vectorize(kernel),
         }
     }
 }
@@ -170,8 +181,14 @@ mod tests {
             assert_eq!(BaselineIsa::from_name(isa.name()), Ok(isa));
         }
         match Avx512::try_new() {
-            Some(t) => assert_eq!(t.vectorize(Dot(&a, &a)), want),
-            None => eprintln!("skipping the AVX-512 entry point: this CPU lacks AVX-512F"),
+            Some(t) => {
+                assert_eq!(t.vectorize(Dot(&a, &a)), want);
+                assert_eq!(BaselineIsa::best().name(), "avx512");
+            }
+            None => {
+                eprintln!("skipping the AVX-512 entry point: this CPU lacks AVX-512F");
+                assert!(BaselineIsa::from_name("avx512").is_err());
+            }
         }
         assert!(BaselineIsa::from_name("sse9").is_err());
     }
