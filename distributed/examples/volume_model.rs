@@ -40,7 +40,12 @@ fn main() {
                 .map(|&d| allreduce_bytes(d, RANK, p as usize))
                 .sum();
             let gb = |b: u64| format!("{:.2}", b as f64 / 1e9);
-            let grid = |g: &[u64]| g.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x");
+            let grid = |g: &[u64]| {
+                g.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x")
+            };
             println!(
                 "| {name} | {p} | {} | {} | {} | {} | {} |",
                 grid(&ag),

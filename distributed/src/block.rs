@@ -141,7 +141,10 @@ pub fn sum_into_owned(plan: &ExchangePlan, received: &[f64], owned: &mut [f64], 
             continue;
         }
         let dst = (r.start - plan.owned.start) as usize * rank;
-        for (o, &x) in owned[dst..dst + len].iter_mut().zip(&received[at..at + len]) {
+        for (o, &x) in owned[dst..dst + len]
+            .iter_mut()
+            .zip(&received[at..at + len])
+        {
             *o += x;
         }
         at += len;
@@ -150,7 +153,11 @@ pub fn sum_into_owned(plan: &ExchangePlan, received: &[f64], owned: &mut [f64], 
 
 /// Packs the owned rows each rank's window needs (the reduce plan reversed): returns the
 /// buffer and the per-destination element counts.
-pub fn pack_owned_for_windows(plan: &ExchangePlan, owned: &[f64], rank: usize) -> (Vec<f64>, Vec<u64>) {
+pub fn pack_owned_for_windows(
+    plan: &ExchangePlan,
+    owned: &[f64],
+    rank: usize,
+) -> (Vec<f64>, Vec<u64>) {
     let mut buf = Vec::new();
     let mut counts = Vec::with_capacity(plan.recv.len());
     for r in &plan.recv {

@@ -31,20 +31,18 @@ impl KeyCodec {
 
     /// The key of a coordinate (each entry below its mode's dim).
     pub fn encode(&self, coord: impl Iterator<Item = u64>) -> u128 {
-        coord
-            .zip(&self.runs)
-            .fold(0u128, |key, (c, runs)| {
-                runs.iter().fold(key, |k, r| {
-                    k | (((c as u128) >> r.coord_shift) & r.mask) << r.key_shift
-                })
+        coord.zip(&self.runs).fold(0u128, |key, (c, runs)| {
+            runs.iter().fold(key, |k, r| {
+                k | (((c as u128) >> r.coord_shift) & r.mask) << r.key_shift
             })
+        })
     }
 
     /// Mode `mode`'s coordinate of `key`.
     pub fn coord(&self, key: u128, mode: usize) -> u64 {
-        self.runs[mode]
-            .iter()
-            .fold(0u128, |c, r| c | ((key >> r.key_shift) & r.mask) << r.coord_shift) as u64
+        self.runs[mode].iter().fold(0u128, |c, r| {
+            c | ((key >> r.key_shift) & r.mask) << r.coord_shift
+        }) as u64
     }
 }
 

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "alto-mpi", about = "Distributed ALTO MTTKRP and CP-ALS over MPI")]
+#[command(
+    name = "alto-mpi",
+    about = "Distributed ALTO MTTKRP and CP-ALS over MPI"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

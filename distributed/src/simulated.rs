@@ -117,8 +117,20 @@ fn check(coo: &CooTensor, parts: usize, rank: usize) {
     let mut ws = Workspace::new(&t, rank);
     for (mode, g) in got.iter().enumerate() {
         let mut want = Matrix::zeros(coo.dims()[mode] as usize, rank);
-        mttkrp(&t, &factors, mode, &mut want, &Default::default(), &mut ws, &pool).unwrap();
-        let scale = want.as_slice().iter().fold(1e-300f64, |a, x| a.max(x.abs()));
+        mttkrp(
+            &t,
+            &factors,
+            mode,
+            &mut want,
+            &Default::default(),
+            &mut ws,
+            &pool,
+        )
+        .unwrap();
+        let scale = want
+            .as_slice()
+            .iter()
+            .fold(1e-300f64, |a, x| a.max(x.abs()));
         let err = g.max_abs_diff(&want) / scale;
         assert!(err <= 1e-12, "P={parts} mode {mode}: relative error {err}");
     }

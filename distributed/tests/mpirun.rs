@@ -14,7 +14,12 @@ const RANKS: [usize; 3] = [2, 3, 4];
 
 fn mpirun(np: usize, args: &[&str]) -> Output {
     std::process::Command::new("mpirun")
-        .args(["--oversubscribe", "--allow-run-as-root", "-np", &np.to_string()])
+        .args([
+            "--oversubscribe",
+            "--allow-run-as-root",
+            "-np",
+            &np.to_string(),
+        ])
         .arg(env!("CARGO_BIN_EXE_alto-mpi"))
         .args(args)
         .args(["--threads", "1"])
@@ -70,7 +75,16 @@ fn check_mttkrp(path: &Path, rank: usize) {
     let want: Vec<Matrix> = (0..t.order())
         .map(|mode| {
             let mut y = Matrix::zeros(t.dims()[mode] as usize, rank);
-            mttkrp(&t, &factors, mode, &mut y, &Default::default(), &mut ws, &pool).unwrap();
+            mttkrp(
+                &t,
+                &factors,
+                mode,
+                &mut y,
+                &Default::default(),
+                &mut ws,
+                &pool,
+            )
+            .unwrap();
             y
         })
         .collect();
@@ -139,7 +153,10 @@ fn printed_fits(stdout: &str) -> Vec<f64> {
 
 #[test]
 fn cp_als_follows_the_single_process_trajectory() {
-    let Some(path) = real_tensors().into_iter().find(|p| p.ends_with("kinships.tns")) else {
+    let Some(path) = real_tensors()
+        .into_iter()
+        .find(|p| p.ends_with("kinships.tns"))
+    else {
         return;
     };
     let t = load(&path);
@@ -178,7 +195,10 @@ fn cp_als_follows_the_single_process_trajectory() {
         let lambda = read_1d(&out.path().join("lambda.npy"));
         assert_eq!(lambda.len(), model.lambda.len());
         for (a, b) in lambda.iter().zip(&model.lambda) {
-            assert!((a - b).abs() <= 1e-8 * b.abs().max(1.0), "P={np}: lambda {a} vs {b}");
+            assert!(
+                (a - b).abs() <= 1e-8 * b.abs().max(1.0),
+                "P={np}: lambda {a} vs {b}"
+            );
         }
         for (n, u) in model.factors.iter().enumerate() {
             let got = Matrix::read_npy(&out.path().join(format!("factor{n}.npy"))).unwrap();
@@ -199,7 +219,11 @@ fn a_rank_that_cannot_read_ends_every_rank_with_the_message() {
         let o = mpirun(np, &["mttkrp", "/nonexistent/x.tns", "--rank", "2"]);
         assert!(!o.status.success(), "{}", text(&o));
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("/nonexistent/x.tns: cannot read"), "{}", text(&o));
+        assert!(
+            err.contains("/nonexistent/x.tns: cannot read"),
+            "{}",
+            text(&o)
+        );
     }
 }
 
@@ -229,7 +253,14 @@ fn a_rank_over_its_memory_limit_ends_every_rank_with_the_message() {
     };
     let o = mpirun(
         2,
-        &["mttkrp", path.to_str().unwrap(), "--rank", "2", "--max-memory", "1000"],
+        &[
+            "mttkrp",
+            path.to_str().unwrap(),
+            "--rank",
+            "2",
+            "--max-memory",
+            "1000",
+        ],
     );
     assert!(!o.status.success(), "{}", text(&o));
     assert!(

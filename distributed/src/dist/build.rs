@@ -48,7 +48,11 @@ fn read_share(path: &Path, rank: usize, size: usize, limit: Option<u64>) -> Resu
     let len = file.metadata().map_err(io)?.len();
     let share = |p: usize| (len as u128 * p as u128 / size as u128) as u64;
     let (from, to) = (share(rank), share(rank + 1));
-    require(limit, (to - from) * 2, "reading this rank's share of the file")?;
+    require(
+        limit,
+        (to - from) * 2,
+        "reading this rank's share of the file",
+    )?;
     // A line starting before `from` belongs to an earlier rank: skip to the next line start.
     let mut start = from;
     if from > 0 {
@@ -65,7 +69,10 @@ fn read_share(path: &Path, rank: usize, size: usize, limit: Option<u64>) -> Resu
         bytes
             .try_reserve_exact(body as usize + 256)
             .map_err(|_| DistError::OutOfMemory(format!("{body} bytes of {}", path.display())))?;
-        (&mut reader).take(body).read_to_end(&mut bytes).map_err(io)?;
+        (&mut reader)
+            .take(body)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
         // Finish the line that crosses `to`.
         if bytes.last().is_some_and(|&b| b != b'\n') {
             reader.read_until(b'\n', &mut bytes).map_err(io)?;
@@ -118,8 +125,12 @@ pub fn read_distributed(
     let (rank, size) = (comm.rank(), comm.size());
     let (bytes, offset) = comm.agree(read_share(path, rank, size, max_memory))?;
     let coo = comm.agree(
-        require(max_memory, bytes.len() as u64 * 3, "parsing this rank's lines")
-            .and_then(|_| parse_share(path, &bytes, offset)),
+        require(
+            max_memory,
+            bytes.len() as u64 * 3,
+            "parsing this rank's lines",
+        )
+        .and_then(|_| parse_share(path, &bytes, offset)),
     )?;
     drop(bytes);
 
@@ -190,8 +201,12 @@ pub fn read_distributed(
     let mut dup = [merged];
     comm.sum_u64(&mut dup);
     let block = comm.agree(
-        require(max_memory, keys.len() as u64 * 64, "building the local ALTO tensor")
-            .and_then(|_| LocalBlock::from_segment(&codec, &keys, &vals, threads)),
+        require(
+            max_memory,
+            keys.len() as u64 * 64,
+            "building the local ALTO tensor",
+        )
+        .and_then(|_| LocalBlock::from_segment(&codec, &keys, &vals, threads)),
     )?;
     Ok(DistTensor {
         path: path.to_path_buf(),

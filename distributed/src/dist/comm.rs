@@ -125,9 +125,18 @@ impl Comm {
         // Every rank checks its counts and makes room before any enters the collective, and
         // all learn whether all could: a rank that returned early would hang the others.
         let prepared = (|| {
-            let sc: Vec<i32> = send_counts.iter().map(|&c| count(c)).collect::<Result<_>>()?;
-            let sd: Vec<i32> = send_displs.iter().map(|&c| count(c)).collect::<Result<_>>()?;
-            let rc: Vec<i32> = recv_counts.iter().map(|&c| count(c)).collect::<Result<_>>()?;
+            let sc: Vec<i32> = send_counts
+                .iter()
+                .map(|&c| count(c))
+                .collect::<Result<_>>()?;
+            let sd: Vec<i32> = send_displs
+                .iter()
+                .map(|&c| count(c))
+                .collect::<Result<_>>()?;
+            let rc: Vec<i32> = recv_counts
+                .iter()
+                .map(|&c| count(c))
+                .collect::<Result<_>>()?;
             let rd = displacements(&rc)?;
             let total: u64 = recv_counts.iter().sum();
             let mut out = Vec::new();

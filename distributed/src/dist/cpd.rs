@@ -43,7 +43,8 @@ pub fn dist_cp_als(engine: &mut DistMttkrp<'_>, opts: &CpdOptions) -> Result<Dis
     let t = engine.t;
     let r = opts.rank;
     let order = t.dims.len();
-    validate(&t.dims, t.nnz.min(usize::MAX as u64) as usize, opts).map_err(DistError::collective)?;
+    validate(&t.dims, t.nnz.min(usize::MAX as u64) as usize, opts)
+        .map_err(DistError::collective)?;
     let norm_x_sq = t.norm_sq;
     if !(norm_x_sq > 0.0 && norm_x_sq.is_finite()) {
         return Err(DistError::collective(AltoError::InvalidArgument(format!(

@@ -4,7 +4,9 @@
 
 use super::build::DistTensor;
 use super::comm::Comm;
-use crate::block::{pack_owned_for_windows, reduce_recv_counts, reduce_send_layout, sum_into_owned};
+use crate::block::{
+    pack_owned_for_windows, reduce_recv_counts, reduce_send_layout, sum_into_owned,
+};
 use crate::error::Result;
 use crate::plan::{owned_bounds, ExchangePlan, Interval};
 use alto::mttkrp::{MttkrpOptions, MttkrpRun, Workspace};
@@ -91,7 +93,11 @@ impl<'a> DistMttkrp<'a> {
 
     /// The owned rows of `mode`'s MTTKRP (`owned(mode)` rows x R, row-major) from the window
     /// factors; also what ran locally and the bytes this rank sent.
-    pub fn run(&mut self, windows: &[Matrix], mode: usize) -> Result<(Vec<f64>, Option<MttkrpRun>, u64)> {
+    pub fn run(
+        &mut self,
+        windows: &[Matrix],
+        mode: usize,
+    ) -> Result<(Vec<f64>, Option<MttkrpRun>, u64)> {
         let plan = &self.plans[mode];
         let rows = (plan.window.end - plan.window.start) as usize;
         if self.partial.rows() != rows {
@@ -140,7 +146,11 @@ impl<'a> DistMttkrp<'a> {
     pub fn gather(&self, owned: &[f64], mode: usize) -> Result<Option<Matrix>> {
         let full = self.comm.gather_to_root(owned)?;
         Ok(match full {
-            Some(data) => Some(Matrix::from_vec(self.t.dims[mode] as usize, self.rank, data)?),
+            Some(data) => Some(Matrix::from_vec(
+                self.t.dims[mode] as usize,
+                self.rank,
+                data,
+            )?),
             None => None,
         })
     }
