@@ -40,4 +40,4 @@ pub mod solve;
 pub use als::{cp_als, cp_als_from, cp_als_observed, IterObserver};
 pub use model::{initial_factors, CpModel, IterStats};
 pub use options::{max_sensible_rank, validate, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
-pub use solve::{SolveKind, NOT_PD_RTOL};
+pub use solve::{NormalSolver, SolveKind, NOT_PD_RTOL};

@@ -24,7 +24,7 @@ pub enum SolveKind {
 /// The R x R normal-equation solver of one mode: `W = V^-1` from the Cholesky factor, or the
 /// pseudo-inverse `V^+`, row-major, for the row kernels' `u = y W`. Buffers are reused across
 /// calls (the Cholesky path allocates nothing).
-pub(super) struct NormalSolver {
+pub struct NormalSolver {
     pub(super) rank: usize,
     /// Handed to nalgebra's Cholesky and taken back.
     mat: DMatrix<f64>,
@@ -36,7 +36,7 @@ pub(super) struct NormalSolver {
 }
 
 impl NormalSolver {
-    pub(super) fn new(rank: usize) -> Self {
+    pub fn new(rank: usize) -> Self {
         NormalSolver {
             rank,
             mat: DMatrix::zeros(rank, rank),
@@ -47,7 +47,7 @@ impl NormalSolver {
     }
 
     /// Factors the symmetric `v` (row-major R x R) into [`Self::w`].
-    pub(super) fn factor(&mut self, v: &[f64], mode: usize) -> Result<SolveKind> {
+    pub fn factor(&mut self, v: &[f64], mode: usize) -> Result<SolveKind> {
         let r = self.rank;
         if v.iter().any(|x| !x.is_finite()) {
             return Err(AltoError::CpdNumerical(format!(
@@ -107,6 +107,12 @@ impl NormalSolver {
         }
         self.kind = SolveKind::Pinv;
         Ok(self.kind)
+    }
+
+    /// The row-major `W` of the last [`Self::factor`]: a row of `U_n` is `y W` (public for
+    /// the distributed CP-ALS of `alto-mpi`, which solves only the rows a rank owns).
+    pub fn w(&self) -> &[f64] {
+        &self.w
     }
 }
 
