@@ -116,6 +116,7 @@ fn alto_isa_reaches_every_alto_variant_and_the_baselines_match_it() {
     let reports = dir.path().join("reports");
     let mut o = opts(&reports, &data);
     o.tensors = vec!["nips".into()];
+    o.data = None;
     o.alto_isa = Some("scalar".into());
     run_figures(&["fig06", "fig10"], o).unwrap();
     let rows = |figure: &str| record(&reports, figure)["measurements"].clone();
