@@ -116,6 +116,7 @@ fn alto_isa_reaches_every_alto_variant_and_the_baselines_match_it() {
     let reports = dir.path().join("reports");
     let mut o = opts(&reports, &data);
     o.tensors = vec!["nips".into()];
+    o.data = None;
     o.alto_isa = Some("scalar".into());
     run_figures(&["fig06", "fig10"], o).unwrap();
     let rows = |figure: &str| record(&reports, figure)["measurements"].clone();
@@ -128,7 +129,11 @@ fn alto_isa_reaches_every_alto_variant_and_the_baselines_match_it() {
             // Fig. 6 also runs every format at the CPU's vector ISAs; at the run's ISA, ALTO's
             // kernels are scalar and the baselines portable.
             if ["scalar", "portable"].contains(&isa) {
-                let want = if variant.starts_with("ALTO") { "scalar" } else { "portable" };
+                let want = if variant.starts_with("ALTO") {
+                    "scalar"
+                } else {
+                    "portable"
+                };
                 assert_eq!(isa, want, "{m}");
             }
             if variant.starts_with("ALTO") && isa == "scalar" {
