@@ -48,7 +48,7 @@ unsafe impl<T: Send> Sync for SharedOut<T> {}
 
 impl<T> SharedOut<T> {
     /// A method (not field access) so closures capture the whole `Sync` wrapper.
-    fn ptr(self) -> *mut T {
+    fn ptr(&self) -> *mut T {
         self.0
     }
 }
@@ -125,11 +125,15 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
         sort_in_cache(&mut pairs, &mut Vec::new(), key_bits);
         return pairs;
     }
-    let Scattered {
-        mut pairs,
-        bucket_start,
-        top_shift,
-    } = scatter_top_digit(source, key_bits);
+    let mut pairs: Vec<(I, f64)> = Vec::with_capacity(n);
+    let sink = PairSink {
+        pairs: SharedOut(pairs.as_mut_ptr()),
+        len: n,
+    };
+    let (bucket_start, top_shift) = scatter_top_digit(source, key_bits, &sink);
+    // SAFETY: the scatter wrote every slot of 0..n (it checks that each (chunk, digit) range
+    // was filled exactly before it returns).
+    unsafe { pairs.set_len(n) };
     // Finish every bucket in cache, in parallel, each worker reusing its own scratch.
     split_by_starts(&mut pairs, &bucket_start)
         .into_par_iter()
@@ -155,34 +159,48 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
     let n = source.len();
     let mut idx: Vec<I> = Vec::with_capacity(n);
     let mut vals: Vec<f64> = Vec::with_capacity(n);
-    let (idx_out, val_out) = (
-        &mut idx.spare_capacity_mut()[..n],
-        &mut vals.spare_capacity_mut()[..n],
-    );
     let (starts, emitted): (Vec<usize>, Vec<usize>) = if n < PARALLEL_MIN || key_bits <= DIGIT_BITS
     {
         let mut pairs = Vec::with_capacity(n);
         source.for_each_in(0..n, |p| pairs.push(p));
         sort_in_cache(&mut pairs, &mut Vec::new(), key_bits);
-        (vec![0], vec![merge_into(&pairs, idx_out, val_out)])
+        idx.resize(n, I::ZERO);
+        vals.resize(n, 0.0);
+        let emitted = merge_over(&pairs, &mut idx, &mut vals);
+        (vec![0], vec![emitted])
     } else {
-        let Scattered {
-            mut pairs,
-            bucket_start,
-            top_shift,
-        } = scatter_top_digit(source, key_bits);
-        let buckets = split_by_starts(&mut pairs, &bucket_start);
-        let idx_parts = split_by_starts(idx_out, &bucket_start);
-        let val_parts = split_by_starts(val_out, &bucket_start);
-        let emitted = buckets
+        // The scatter writes indices and values straight into the output arrays (12 or 16
+        // bytes a pair where a pair array takes 16 or 32, and no second fresh buffer to fault
+        // in); each bucket is then gathered into a per-worker scratch, sorted there while cache
+        // resident, and merged back over its own slots.
+        let sink = SplitSink {
+            idx: SharedOut(idx.as_mut_ptr()),
+            vals: SharedOut(vals.as_mut_ptr()),
+            len: n,
+        };
+        let (bucket_start, top_shift) = scatter_top_digit(source, key_bits, &sink);
+        // SAFETY: the scatter wrote every slot of 0..n of both arrays (it checks that each
+        // (chunk, digit) range was filled exactly before it returns).
+        unsafe {
+            idx.set_len(n);
+            vals.set_len(n);
+        }
+        let idx_parts = split_by_starts(&mut idx, &bucket_start);
+        let val_parts = split_by_starts(&mut vals, &bucket_start);
+        let emitted = idx_parts
             .into_par_iter()
-            .zip(idx_parts)
             .zip(val_parts)
             .with_min_len(16)
-            .map_init(Vec::new, |scratch, ((bucket, idx_part), val_part)| {
-                sort_in_cache(bucket, scratch, top_shift);
-                merge_into(bucket, idx_part, val_part)
-            })
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |(pairs, tmp), (idx_part, val_part)| {
+                    pairs.clear();
+                    pairs.extend(idx_part.iter().copied().zip(val_part.iter().copied()));
+                    tmp.resize(pairs.len(), (I::ZERO, 0.0));
+                    let sorted = sort_either(pairs, tmp, top_shift);
+                    merge_over(sorted, idx_part, val_part)
+                },
+            )
             .collect();
         (bucket_start[..bucket_start.len() - 1].to_vec(), emitted)
     };
@@ -190,17 +208,13 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
     let mut total = 0;
     for (&start, &len) in starts.iter().zip(&emitted) {
         if start != total {
-            idx_out.copy_within(start..start + len, total);
-            val_out.copy_within(start..start + len, total);
+            idx.copy_within(start..start + len, total);
+            vals.copy_within(start..start + len, total);
         }
         total += len;
     }
-    // SAFETY: each part wrote its first `emitted` slots (what `merge_into` returns), and the
-    // compaction moved those written runs, in order, to `0..total`.
-    unsafe {
-        idx.set_len(total);
-        vals.set_len(total);
-    }
+    idx.truncate(total);
+    vals.truncate(total);
     SortedMerged {
         idx,
         vals,
@@ -217,13 +231,9 @@ pub struct SortedMerged<I> {
     pub duplicates_merged: u64,
 }
 
-/// Writes sorted `pairs` to the front of `idx` / `vals` with equal indices summed (left to
-/// right); returns how many entries it wrote.
-fn merge_into<I: AltoIndex>(
-    pairs: &[(I, f64)],
-    idx: &mut [std::mem::MaybeUninit<I>],
-    vals: &mut [std::mem::MaybeUninit<f64>],
-) -> usize {
+/// Writes sorted `pairs` (at most `idx.len()` of them) to the front of `idx` / `vals` with
+/// equal indices summed (left to right); returns how many entries it wrote.
+fn merge_over<I: AltoIndex>(pairs: &[(I, f64)], idx: &mut [I], vals: &mut [f64]) -> usize {
     assert!(idx.len() >= pairs.len() && vals.len() >= pairs.len());
     let mut out = 0;
     let mut i = 0;
@@ -234,8 +244,8 @@ fn merge_into<I: AltoIndex>(
             v += pairs[i].1;
             i += 1;
         }
-        idx[out].write(x);
-        vals[out].write(v);
+        idx[out] = x;
+        vals[out] = v;
         out += 1;
     }
     out
@@ -253,21 +263,60 @@ fn split_by_starts<'a, T>(mut data: &'a mut [T], starts: &[usize]) -> Vec<&'a mu
     parts
 }
 
-/// The pairs after the out-of-cache pass: scattered by their top digit (stably), bucket `d` at
-/// `pairs[bucket_start[d]..bucket_start[d + 1]]`, each still to sort on its low `top_shift`
-/// bits.
-struct Scattered<I> {
-    pairs: Vec<(I, f64)>,
-    bucket_start: Vec<usize>,
-    top_shift: u32,
+/// Where the out-of-cache scatter writes its pairs: `len` slots, each written once, from any
+/// thread.
+trait ScatterSink<I>: Sync {
+    /// Writes `pair` to slot `pos`.
+    ///
+    /// # Safety
+    /// `pos < len`, and no other write to `pos` happens concurrently.
+    unsafe fn write(&self, pos: usize, pair: (I, f64));
+}
+
+/// One array of pairs.
+struct PairSink<I> {
+    pairs: SharedOut<(I, f64)>,
+    len: usize,
+}
+
+impl<I: Send> ScatterSink<I> for PairSink<I> {
+    #[inline(always)]
+    unsafe fn write(&self, pos: usize, pair: (I, f64)) {
+        debug_assert!(pos < self.len);
+        // SAFETY: the caller keeps `pos` below `len`, the allocation's capacity, and owns it.
+        unsafe { self.pairs.ptr().add(pos).write(pair) }
+    }
+}
+
+/// Separate index and value arrays (the builder's final ones).
+struct SplitSink<I> {
+    idx: SharedOut<I>,
+    vals: SharedOut<f64>,
+    len: usize,
+}
+
+impl<I: Send> ScatterSink<I> for SplitSink<I> {
+    #[inline(always)]
+    unsafe fn write(&self, pos: usize, (x, v): (I, f64)) {
+        debug_assert!(pos < self.len);
+        // SAFETY: the caller keeps `pos` below `len`, both allocations' capacity, and owns it.
+        unsafe {
+            self.idx.ptr().add(pos).write(x);
+            self.vals.ptr().add(pos).write(v);
+        }
+    }
 }
 
 /// The histogram and scatter passes over `source` (at least [`PARALLEL_MIN`] pairs, more than
-/// [`DIGIT_BITS`] key bits).
-fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized>(
+/// [`DIGIT_BITS`] key bits) into `sink`, which must have room for `source.len()` pairs: the
+/// pairs land scattered by their top digit (stably), bucket `d` at `bucket_start[d]..
+/// bucket_start[d + 1]`, each still to sort on its low `top_shift` bits. Returns
+/// `(bucket_start, top_shift)`; every slot has been written when it returns.
+fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>(
     source: &S,
     key_bits: u32,
-) -> Scattered<I> {
+    sink: &K,
+) -> (Vec<usize>, u32) {
     let n = source.len();
     let top_bits = top_digit_bits(
         n,
@@ -317,33 +366,29 @@ fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized>(
         .map(|(o, h)| o.iter().zip(h).map(|(a, b)| a + b).collect())
         .collect();
 
-    let mut out: Vec<(I, f64)> = Vec::with_capacity(n);
-    let dst = SharedOut(out.as_mut_ptr());
     chunks
         .par_iter()
         .zip(offsets.par_iter_mut())
         .zip(&ends)
         .for_each(|((c, off), end)| {
+            // Plain slices, so the hot loop keeps their addresses in registers. (Software
+            // write-combining, eight pairs per digit gathered before a burst, measured 15%
+            // slower here at 1 thread.)
+            let (off, end) = (off.as_mut_slice(), end.as_slice());
             source.for_each_in(c.clone(), |p| {
                 let d = p.0.digit(top_shift, mask);
-                assert!(off[d] < end[d], "the source changed between its two passes");
-                // SAFETY: `off[d]` walks the range reserved for (this chunk, digit d) and stays
+                let pos = off[d];
+                assert!(pos < end[d], "the source changed between its two passes");
+                // SAFETY: `pos` walks the range reserved for (this chunk, digit d) and stays
                 // below its end (checked above, in case a source yields different pairs the
                 // second time); no other chunk or digit shares the range, and the ranges tile
-                // 0..n, inside `out`'s capacity.
-                unsafe { dst.ptr().add(off[d]).write(p) };
-                off[d] += 1;
+                // 0..n, the sink's room.
+                unsafe { sink.write(pos, p) };
+                off[d] = pos + 1;
             });
         });
     assert!(offsets == ends, "the source changed between its two passes");
-    // SAFETY: every (chunk, digit) range was written slot by slot from its start to its end
-    // (checked just above), and the ranges tile 0..n.
-    unsafe { out.set_len(n) };
-    Scattered {
-        pairs: out,
-        bucket_start,
-        top_shift,
-    }
+    (bucket_start, top_shift)
 }
 
 /// Stable sort of `data` on key bits `0..key_bits`, growing `scratch` as needed; the result
@@ -357,25 +402,45 @@ fn sort_in_cache<I: AltoIndex>(data: &mut [(I, f64)], scratch: &mut Vec<(I, f64)
         scratch.resize(data.len(), (I::ZERO, 0.0));
     }
     let tmp = &mut scratch[..data.len()];
-    sort_with_scratch(data, tmp, key_bits);
+    if sort_with_scratch(data, tmp, key_bits) {
+        data.copy_from_slice(tmp);
+    }
 }
 
-/// Stable sort of `data` on key bits `0..key_bits` using `tmp` (same length) as scratch; the
-/// result ends in `data`. MSD splits while a bucket is larger than L2 or has many bits left,
-/// then LSD passes.
-fn sort_with_scratch<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) {
+/// Stable sort of `data` on key bits `0..key_bits` with `tmp` (same length) as scratch;
+/// returns the sorted pairs, in whichever of the two they ended (a caller that only reads them
+/// saves the copy home).
+fn sort_either<'a, I: AltoIndex>(
+    data: &'a mut [(I, f64)],
+    tmp: &'a mut [(I, f64)],
+    key_bits: u32,
+) -> &'a [(I, f64)] {
+    if sort_with_scratch(data, tmp, key_bits) {
+        tmp
+    } else {
+        data
+    }
+}
+
+/// Stable sort of `data` on key bits `0..key_bits` using `tmp` (same length) as scratch; true
+/// when the result ended in `tmp`, false when in `data`. MSD splits while a bucket is larger
+/// than L2 or has many bits left, then LSD passes.
+fn sort_with_scratch<I: AltoIndex>(
+    data: &mut [(I, f64)],
+    tmp: &mut [(I, f64)],
+    key_bits: u32,
+) -> bool {
     let n = data.len();
     assert_eq!(n, tmp.len(), "scratch must match the data");
     if n <= INSERTION_MAX {
         insertion_sort(data);
-        return;
+        return false;
     }
     if key_bits == 0 {
-        return;
+        return false;
     }
     if (n <= LSD_MAX_LEN && key_bits <= LSD_MAX_BITS) || key_bits <= DIGIT_BITS {
-        lsd_passes(data, tmp, key_bits);
-        return;
+        return lsd_passes(data, tmp, key_bits);
     }
     let shift = key_bits - DIGIT_BITS;
     let mask = (1u32 << DIGIT_BITS) - 1;
@@ -385,8 +450,7 @@ fn sort_with_scratch<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], 
     }
     if h.contains(&n) {
         // One digit for every key: nothing moves at this level.
-        sort_with_scratch(data, tmp, shift);
-        return;
+        return sort_with_scratch(data, tmp, shift);
     }
     let mut off = [0usize; 1 << DIGIT_BITS];
     let mut running = 0;
@@ -402,22 +466,24 @@ fn sort_with_scratch<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], 
         off[d] += 1;
     }
     // Each sub-bucket now sits in `tmp`: sort it there (with its `data` range as scratch) and
-    // copy it home while it is still in cache.
+    // bring it home, if it did not end there, while it is still in cache.
     let mut start = 0;
     for &len in &h {
         if len > 0 {
             let (src, dst) = (&mut tmp[start..start + len], &mut data[start..start + len]);
-            sort_with_scratch(src, dst, shift);
-            dst.copy_from_slice(src);
+            if !sort_with_scratch(src, dst, shift) {
+                dst.copy_from_slice(src);
+            }
         }
         start += len;
     }
+    false
 }
 
 /// Stable LSD radix sort of `data` on key bits `0..key_bits` (at most [`LSD_MAX_BITS`] or one
-/// digit), in passes of equal width, `tmp` (same length) the ping-pong buffer; the result
-/// ends in `data`.
-fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) {
+/// digit), in passes of equal width, `tmp` (same length) the ping-pong buffer; true when the
+/// result ended in `tmp` (an odd number of passes moved it).
+fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) -> bool {
     assert_eq!(data.len(), tmp.len(), "scratch must match the data");
     const MAX_PASSES: usize = (LSD_MAX_BITS / DIGIT_BITS) as usize;
     let passes = key_bits.div_ceil(DIGIT_BITS).clamp(1, MAX_PASSES as u32);
@@ -454,10 +520,7 @@ fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bit
         std::mem::swap(&mut src, &mut dst);
         in_tmp = !in_tmp;
     }
-    if in_tmp {
-        // The sorted data is in the scratch half: copy it home.
-        dst.copy_from_slice(src);
-    }
+    in_tmp
 }
 
 /// Stable insertion sort by index, for short runs.

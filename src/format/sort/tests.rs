@@ -211,6 +211,16 @@ fn a_computed_source_sorts_like_its_collected_pairs_and_drift_is_caught() {
         pool.install(|| radix_sort_from(&drifting, 40))
     }));
     assert!(result.is_err());
+    // The same through the merging sort, which scatters into its output arrays.
+    let drifting = Computed {
+        n: 300_000,
+        drift: true,
+        calls: 0.into(),
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.install(|| radix_sort_merged(&drifting, 40))
+    }));
+    assert!(result.is_err());
 }
 
 #[test]
