@@ -2,6 +2,7 @@
 //! Every rank runs this program; rank 0 prints the report and writes the output files. A
 //! failure on any rank makes every rank exit with status 1 (see `Comm::agree`).
 
+use alto::cpd::model::write_fit_trajectory;
 use alto::cpd::{CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
 use alto_mpi::dist::build::peak_rss_bytes;
 use alto_mpi::dist::cpd::{dist_cp_als, gather_factors};
@@ -248,43 +249,7 @@ fn cpd(comm: &Comm, c: &Common, iters: usize, tol: f64) -> Result<()> {
         c.rank, iters, tol, c.seed
     );
     // The trajectory table of `alto cpd`, line for line.
-    let _ = writeln!(
-        s,
-        "\niter  fit           delta fit     total ms   MTTKRP ms  rest ms"
-    );
-    for it in &model.history {
-        let delta = it
-            .delta_fit
-            .map_or_else(|| "-".to_string(), |d| format!("{d:+.3e}"));
-        let pinv = if it.pinv_solves > 0 {
-            format!("  ({} pseudo-inverse solves)", it.pinv_solves)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            s,
-            "{:<5} {:<13.10} {:<13} {:<10.3} {:<10.3} {:<8.3}{}",
-            it.iter + 1,
-            it.fit,
-            delta,
-            it.seconds * 1e3,
-            it.mttkrp_seconds * 1e3,
-            it.rest_seconds * 1e3,
-            pinv
-        );
-    }
-    let why = if model.converged {
-        "|delta fit| < tol"
-    } else {
-        "iteration cap"
-    };
-    let final_fit = model.history.last().map_or(0.0, |h| h.fit);
-    let _ = writeln!(
-        s,
-        "\nfinal fit {:.10} after {} iterations ({why})",
-        final_fit,
-        model.history.len()
-    );
+    write_fit_trajectory(&mut s, &model.history, model.converged);
     let mut per_mode: Vec<u64> = model
         .bytes_per_mode
         .iter()

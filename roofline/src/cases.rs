@@ -81,7 +81,7 @@ pub fn paper_cases(scale: f64, nnz: Option<u64>, rank: usize) -> Vec<CaseSpec> {
 }
 
 /// A measured point, or a modelled one (a stated profile's case at its model bound).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct CaseResult {
     pub case: String,
     pub tensor: String,
@@ -118,7 +118,42 @@ pub struct CaseResult {
     pub percent_of_bound: Option<f64>,
 }
 
+/// What a timed case measured: its times, one call's flops and its intensity.
+pub struct Measurement {
+    pub min_s: f64,
+    pub median_s: f64,
+    pub max_s: f64,
+    /// Algorithmic flops of one call.
+    pub flops: f64,
+    /// [`region_intensity`]'s answer: intensity, its source, the L3 intensity and a note.
+    pub intensity: (f64, String, Option<f64>, String),
+    /// The model's worst-case intensity.
+    pub oi_worst: f64,
+}
+
 impl CaseResult {
+    /// A measured case's timing, intensity and bound under `profile`'s DRAM roof, for a
+    /// struct update whose other fields name the case.
+    pub fn measured(profile: &MachineProfile, m: Measurement) -> CaseResult {
+        let (oi, oi_source, oi_l3, oi_note) = m.intensity;
+        let gflops = m.flops / m.median_s / 1e9;
+        let bound = profile.bound(profile.dram(), oi);
+        CaseResult {
+            min_s: m.min_s,
+            median_s: m.median_s,
+            max_s: m.max_s,
+            measured_gflops: Some(gflops),
+            oi,
+            oi_worst: m.oi_worst,
+            oi_source,
+            oi_l3,
+            oi_note,
+            model_bound_gflops: bound,
+            percent_of_bound: Some(100.0 * gflops / bound),
+            ..CaseResult::default()
+        }
+    }
+
     /// Measured cases sit at their measured GFLOP/s; modelled ones at their model bound.
     pub fn plot_point(&self) -> PlotPoint {
         PlotPoint {
@@ -255,14 +290,20 @@ pub fn run_case(
     let traffic = mttkrp_call_traffic(&CallShape::of(&alto, spec.mode, spec.rank, pull));
     let doc = CounterDocument::from_report(&report).ok();
     let intel = alto::harness::topology::CpuModel::detect().is_intel();
-    let (oi, oi_source, oi_l3, oi_note) = region_intensity(
+    let intensity = region_intensity(
         doc.as_ref(),
         flops * times.len() as f64,
         intel,
         traffic.intensity_best(),
     );
-    let bound = profile.bound(profile.dram(), oi);
-    let gflops = flops / median / 1e9;
+    let measured = Measurement {
+        min_s: times[0],
+        median_s: median,
+        max_s: times[times.len() - 1],
+        flops,
+        intensity,
+        oi_worst: traffic.intensity_worst(),
+    };
     Ok(CaseResult {
         case: spec.label.clone(),
         tensor,
@@ -276,17 +317,7 @@ pub fn run_case(
         index_bits: alto.layout().total_bits(),
         index_width: alto.width().name().to_string(),
         threads,
-        min_s: times[0],
-        median_s: median,
-        max_s: times[times.len() - 1],
-        measured_gflops: Some(gflops),
-        oi,
-        oi_worst: traffic.intensity_worst(),
-        oi_source,
-        oi_l3,
-        oi_note,
-        model_bound_gflops: bound,
-        percent_of_bound: Some(100.0 * gflops / bound),
+        ..CaseResult::measured(profile, measured)
     })
 }
 

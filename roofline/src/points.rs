@@ -5,7 +5,7 @@
 //!
 //! Errors name the file and the line (CSV: the row's line; JSON: where the parser stopped).
 
-use crate::cases::{region_intensity, CaseResult};
+use crate::cases::{region_intensity, CaseResult, Measurement};
 use crate::counters::CounterDocument;
 use crate::profile::MachineProfile;
 use alto::format::{IndexWidth, Layout};
@@ -56,9 +56,10 @@ pub struct PointRecord {
     pub max_s: f64,
 }
 
-/// A measurement record as written (JSON field names; the CSV has the same columns).
+/// A measurement record as written (JSON field names; the CSV has the same columns, the
+/// shape as text `AxBxC`, and more columns, which are ignored).
 #[derive(Deserialize)]
-struct RawRecord {
+struct RawRecord<Shape = Vec<u64>> {
     program: String,
     #[serde(default)]
     cpu_model: String,
@@ -68,7 +69,7 @@ struct RawRecord {
     threads: usize,
     rank: usize,
     tensor: String,
-    shape: Vec<u64>,
+    shape: Shape,
     nnz: u64,
     mode: Option<usize>,
     #[serde(default)]
@@ -163,28 +164,32 @@ struct Report {
     modes: Vec<ReportMode>,
 }
 
-/// The CSV columns read (the record's CSV has more; they are ignored).
-#[derive(Deserialize)]
-struct CsvRow {
-    program: String,
-    #[serde(default)]
-    cpu_model: String,
-    #[serde(default)]
-    isa: String,
-    kernel: String,
-    threads: usize,
-    rank: usize,
-    tensor: String,
-    shape: String,
-    nnz: u64,
-    mode: Option<usize>,
-    #[serde(default)]
-    repetitions: usize,
-    #[serde(default = "nan")]
-    min_s: f64,
-    median_s: f64,
-    #[serde(default = "nan")]
-    max_s: f64,
+impl RawRecord<String> {
+    /// The record with its `AxBxC` shape parsed.
+    fn parse_shape(self) -> Result<RawRecord, String> {
+        let shape = self
+            .shape
+            .split('x')
+            .map(|d| d.trim().parse::<u64>())
+            .collect::<Result<Vec<u64>, _>>()
+            .map_err(|_| format!("shape `{}` is not AxBxC", self.shape))?;
+        Ok(RawRecord {
+            program: self.program,
+            cpu_model: self.cpu_model,
+            isa: self.isa,
+            kernel: self.kernel,
+            threads: self.threads,
+            rank: self.rank,
+            tensor: self.tensor,
+            shape,
+            nnz: self.nnz,
+            mode: self.mode,
+            repetitions: self.repetitions,
+            min_s: self.min_s,
+            median_s: self.median_s,
+            max_s: self.max_s,
+        })
+    }
 }
 
 fn invalid(path: &Path, line: u64, reason: impl Into<String>) -> PointsError {
@@ -208,32 +213,13 @@ fn read_csv(path: &Path, text: &str) -> Result<Vec<LocatedRecord>, PointsError> 
             invalid(path, line, e.to_string())
         })?;
         let line = row.position().map_or(0, |p| p.line());
-        let r: CsvRow = row
+        let r: RawRecord<String> = row
             .deserialize(Some(&headers))
             .map_err(|e| invalid(path, line, e.to_string()))?;
-        let shape = r
-            .shape
-            .split('x')
-            .map(|d| d.trim().parse::<u64>())
-            .collect::<Result<Vec<u64>, _>>()
-            .map_err(|_| invalid(path, line, format!("shape `{}` is not AxBxC", r.shape)))?;
-        let record = PointRecord::try_from(RawRecord {
-            program: r.program,
-            cpu_model: r.cpu_model,
-            isa: r.isa,
-            kernel: r.kernel,
-            threads: r.threads,
-            rank: r.rank,
-            tensor: r.tensor,
-            shape,
-            nnz: r.nnz,
-            mode: r.mode,
-            repetitions: r.repetitions,
-            min_s: r.min_s,
-            median_s: r.median_s,
-            max_s: r.max_s,
-        })
-        .map_err(|e| invalid(path, line, e))?;
+        let record = r
+            .parse_shape()
+            .and_then(PointRecord::try_from)
+            .map_err(|e| invalid(path, line, e))?;
         out.push(LocatedRecord {
             at: format!("{}:{line}", path.display()),
             record,
@@ -366,17 +352,15 @@ pub fn place_records(
         });
         let flops = mttkrp_flops(r.shape.len(), r.rank, r.nnz as usize);
         let calls = l.counted_calls.unwrap_or(r.repetitions.max(1)) as f64;
-        let (oi, oi_source, oi_l3, mut oi_note) = region_intensity(
+        let mut intensity = region_intensity(
             l.counters.as_ref(),
             flops * calls,
             r.cpu_model.contains("Intel"),
             traffic.intensity_best(),
         );
-        if oi_source == "model" {
-            oi_note = format!("{oi_note}; model best case without staging");
+        if intensity.1 == "model" {
+            intensity.3 = format!("{}; model best case without staging", intensity.3);
         }
-        let gflops = flops / r.median_s / 1e9;
-        let bound = profile.bound(profile.dram(), oi);
         let mut case = format!("{} mode {}", r.tensor, r.mode + 1);
         if r.kernel.ends_with("rdyn") {
             case.push_str(" (no rank spec.)");
@@ -401,17 +385,17 @@ pub fn place_records(
             index_bits: bits,
             index_width: width.name().into(),
             threads: r.threads,
-            min_s: r.min_s,
-            median_s: r.median_s,
-            max_s: r.max_s,
-            measured_gflops: Some(gflops),
-            oi,
-            oi_worst: traffic.intensity_worst(),
-            oi_source,
-            oi_l3,
-            oi_note,
-            model_bound_gflops: bound,
-            percent_of_bound: Some(100.0 * gflops / bound),
+            ..CaseResult::measured(
+                profile,
+                Measurement {
+                    min_s: r.min_s,
+                    median_s: r.median_s,
+                    max_s: r.max_s,
+                    flops,
+                    intensity,
+                    oi_worst: traffic.intensity_worst(),
+                },
+            )
         });
     }
     Ok((out, warnings))

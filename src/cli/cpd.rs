@@ -7,6 +7,7 @@ use super::choices::{
     ROW_KERNEL_HELP,
 };
 use super::{load, print_out, LoadArgs, Outcome, PoolArgs};
+use alto::cpd::model::write_fit_trajectory;
 use alto::cpd::{cp_als, CpModel, CpdOptions, DEFAULT_MAX_ITERS, DEFAULT_TOL};
 use alto::dispatch::KernelChoice;
 use alto::harness::pool::{PinPolicy, PinReport};
@@ -302,41 +303,7 @@ fn render(r: &Report) -> String {
         kernels.join(" "),
         r.row_kernel
     );
-    let _ = writeln!(
-        s,
-        "\niter  fit           delta fit     total ms   MTTKRP ms  rest ms"
-    );
-    for it in &r.iterations {
-        let delta = it
-            .delta_fit
-            .map_or_else(|| "-".to_string(), |d| format!("{d:+.3e}"));
-        let pinv = if it.pinv_solves > 0 {
-            format!("  ({} pseudo-inverse solves)", it.pinv_solves)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            s,
-            "{:<5} {:<13.10} {:<13} {:<10.3} {:<10.3} {:<8.3}{}",
-            it.iter + 1,
-            it.fit,
-            delta,
-            it.seconds * 1e3,
-            it.mttkrp_seconds * 1e3,
-            it.rest_seconds * 1e3,
-            pinv
-        );
-    }
-    let why = if r.converged {
-        "|delta fit| < tol"
-    } else {
-        "iteration cap"
-    };
-    let _ = writeln!(
-        s,
-        "\nfinal fit {:.10} after {} iterations ({why})",
-        r.final_fit, r.iters_run
-    );
+    write_fit_trajectory(&mut s, &r.iterations, r.converged);
     let _ = writeln!(
         s,
         "per iteration (mean): {:.3} ms = MTTKRP {:.3} ms + rest {:.3} ms; median {:.3} ms",

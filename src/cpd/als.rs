@@ -4,7 +4,7 @@
 //! (progress output, Ctrl-C in the Python bindings).
 
 use super::initial_factors;
-use super::model::{CpModel, IterStats};
+use super::model::{fit_from_norms, CpModel, IterStats};
 use super::options::{validate, CpdOptions};
 use super::rows::RowKernel;
 use super::solve::{NormalSolver, SolveKind};
@@ -365,24 +365,10 @@ impl<'a> Als<'a> {
                     inner = ip;
                 }
             }
-            let residual_sq = norm_x_sq + self.model_norm_sq() - 2.0 * inner;
-            let fit = 1.0 - residual_sq.max(0.0).sqrt() / norm_x_sq.sqrt();
-            if !fit.is_finite() {
-                return Err(AltoError::CpdNumerical(format!(
-                    "iteration {iter}: the fit is {fit} (the factors diverged)"
-                )));
-            }
+            let fit = fit_from_norms(iter, norm_x_sq, self.model_norm_sq(), inner)?;
             let seconds = start.elapsed().as_secs_f64();
-            let delta_fit = prev.map(|p| fit - p);
-            let stats = IterStats {
-                iter,
-                fit,
-                delta_fit,
-                seconds,
-                mttkrp_seconds: mttkrp_s,
-                rest_seconds: (seconds - mttkrp_s).max(0.0),
-                pinv_solves,
-            };
+            let stats = IterStats::timed(iter, fit, prev, seconds, mttkrp_s, pinv_solves);
+            let delta_fit = stats.delta_fit;
             let stop = observer(&stats).is_break();
             history.push(stats);
             if delta_fit.is_some_and(|d| d.abs() < self.opts.tol) {

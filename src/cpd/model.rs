@@ -26,6 +26,86 @@ pub struct IterStats {
     pub pinv_solves: usize,
 }
 
+impl IterStats {
+    /// An iteration's record from its fit, the previous fit and its timings.
+    pub fn timed(
+        iter: usize,
+        fit: f64,
+        prev_fit: Option<f64>,
+        seconds: f64,
+        mttkrp_seconds: f64,
+        pinv_solves: usize,
+    ) -> IterStats {
+        IterStats {
+            iter,
+            fit,
+            delta_fit: prev_fit.map(|p| fit - p),
+            seconds,
+            mttkrp_seconds,
+            rest_seconds: (seconds - mttkrp_seconds).max(0.0),
+            pinv_solves,
+        }
+    }
+}
+
+/// The CP fit `1 - ||X - M|| / ||X||` from `||X||^2`, `||M||^2` and `<X, M>` (the residual
+/// clamped at 0 against rounding); a non-finite fit is an error naming the iteration.
+pub fn fit_from_norms(iter: usize, norm_x_sq: f64, model_sq: f64, inner: f64) -> Result<f64> {
+    let residual_sq = norm_x_sq + model_sq - 2.0 * inner;
+    let fit = 1.0 - residual_sq.max(0.0).sqrt() / norm_x_sq.sqrt();
+    if fit.is_finite() {
+        Ok(fit)
+    } else {
+        Err(crate::error::AltoError::CpdNumerical(format!(
+            "iteration {iter}: the fit is {fit} (the factors diverged)"
+        )))
+    }
+}
+
+/// The fit trajectory as `alto cpd` prints it: a header, one line per iteration, and the
+/// final fit with why the run stopped. Shared by every front end that runs CP-ALS, so
+/// their outputs compare line for line.
+pub fn write_fit_trajectory(out: &mut String, history: &[IterStats], converged: bool) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\niter  fit           delta fit     total ms   MTTKRP ms  rest ms"
+    );
+    for it in history {
+        let delta = it
+            .delta_fit
+            .map_or_else(|| "-".to_string(), |d| format!("{d:+.3e}"));
+        let pinv = if it.pinv_solves > 0 {
+            format!("  ({} pseudo-inverse solves)", it.pinv_solves)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "{:<5} {:<13.10} {:<13} {:<10.3} {:<10.3} {:<8.3}{}",
+            it.iter + 1,
+            it.fit,
+            delta,
+            it.seconds * 1e3,
+            it.mttkrp_seconds * 1e3,
+            it.rest_seconds * 1e3,
+            pinv
+        );
+    }
+    let why = if converged {
+        "|delta fit| < tol"
+    } else {
+        "iteration cap"
+    };
+    let final_fit = history.last().map_or(f64::NAN, |h| h.fit);
+    let _ = writeln!(
+        out,
+        "\nfinal fit {:.10} after {} iterations ({why})",
+        final_fit,
+        history.len()
+    );
+}
+
 /// A fitted CP model and how the fit went.
 #[derive(Clone, Debug)]
 pub struct CpModel {

@@ -5,6 +5,7 @@
 
 use super::mttkrp::DistMttkrp;
 use crate::error::{DistError, Result};
+use alto::cpd::model::fit_from_norms;
 use alto::cpd::{initial_factors, validate, CpdOptions, IterStats, NormalSolver, SolveKind};
 use alto::mttkrp::MttkrpRun;
 use alto::{AltoError, Matrix};
@@ -148,24 +149,12 @@ pub fn dist_cp_als(engine: &mut DistMttkrp<'_>, opts: &CpdOptions) -> Result<Dis
                     .fold(lambda[i] * lambda[j], |p, g| p * g[i * r + j]);
             }
         }
-        let residual_sq = norm_x_sq + model_sq - 2.0 * inner;
-        let fit = 1.0 - residual_sq.max(0.0).sqrt() / norm_x_sq.sqrt();
-        if !fit.is_finite() {
-            return Err(DistError::collective(AltoError::CpdNumerical(format!(
-                "iteration {iter}: the fit is {fit} (the factors diverged)"
-            ))));
-        }
+        let fit =
+            fit_from_norms(iter, norm_x_sq, model_sq, inner).map_err(DistError::collective)?;
         let seconds = start.elapsed().as_secs_f64();
-        let delta_fit = prev.map(|p| fit - p);
-        history.push(IterStats {
-            iter,
-            fit,
-            delta_fit,
-            seconds,
-            mttkrp_seconds: mttkrp_s,
-            rest_seconds: (seconds - mttkrp_s).max(0.0),
-            pinv_solves,
-        });
+        let stats = IterStats::timed(iter, fit, prev, seconds, mttkrp_s, pinv_solves);
+        let delta_fit = stats.delta_fit;
+        history.push(stats);
         if delta_fit.is_some_and(|d| d.abs() < opts.tol) {
             converged = true;
             break;
