@@ -131,16 +131,18 @@ pub fn place_labels(
     out
 }
 
+/// True when no two of `rects` overlap: what [`dodge_markers`] and the label placement
+/// promise, and what the tests check of every plot.
+pub fn no_two_intersect(rects: &[Rect]) -> bool {
+    rects
+        .iter()
+        .enumerate()
+        .all(|(i, a)| rects[i + 1..].iter().all(|b| !a.intersects(b)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn no_two_intersect(rects: &[Rect]) -> bool {
-        rects
-            .iter()
-            .enumerate()
-            .all(|(i, a)| rects[i + 1..].iter().all(|b| !a.intersects(b)))
-    }
 
     #[test]
     fn coincident_markers_are_spread_around_their_value() {

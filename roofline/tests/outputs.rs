@@ -2,7 +2,7 @@
 //! profile's cases land where the model puts them, and every case is visible on the plot.
 
 use alto_roofline::cases::model_cases;
-use alto_roofline::layout::Rect;
+use alto_roofline::layout::{no_two_intersect, Rect};
 use alto_roofline::plot::{draw_roofline, HEIGHT, WIDTH};
 use alto_roofline::profile::MachineProfile;
 use alto_roofline::report::{ceilings_csv, points_csv, CEILING_COLUMNS, POINT_COLUMNS};
@@ -72,13 +72,6 @@ fn csv_schema_and_model_placement() {
         assert!((c.model_bound_gflops - (210.0 * c.oi).min(3225.6)).abs() < 1e-6);
         assert!(c.measured_gflops.is_none() && c.plot_point().at_model_bound);
     }
-}
-
-fn no_two_intersect(rects: &[Rect]) -> bool {
-    rects
-        .iter()
-        .enumerate()
-        .all(|(i, a)| rects[i + 1..].iter().all(|b| !a.intersects(b)))
 }
 
 #[test]
