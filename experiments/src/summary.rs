@@ -163,7 +163,7 @@ struct StudyMetric {
 /// `reports/gap/scale<S>` for the scales the study runs.
 const STUDY_SCALES: [u32; 2] = [4, 16];
 
-/// Tables of figure 6's and 12's ratios per tensor at scale 1 (this run) and at the scales of
+/// Tables of figure 6's, 11's and 12's ratios per tensor at scale 1 (this run) and at the scales of
 /// `reports/gap/scale<S>` (run separately, see the figures' experiments), where present.
 fn scale_study(out: &mut String, ctx: &Ctx) -> Result<()> {
     let metrics = [
@@ -179,6 +179,23 @@ fn scale_study(out: &mut String, ctx: &Ctx) -> Result<()> {
                     .get(col)?
                     .parse()
                     .ok()
+            },
+        },
+        StudyMetric {
+            figure: "fig11",
+            what: "storage of CSF (one tree per mode) over ALTO's, full footprints",
+            value: |rows, header, tensor| {
+                let fcol = header.iter().position(|h| h == "format")?;
+                let scol = header.iter().position(|h| h == "storage_bytes")?;
+                let bytes = |f: &str| -> Option<f64> {
+                    rows.iter()
+                        .find(|r| r.get(0) == Some(tensor) && r.get(fcol) == Some(f))?
+                        .get(scol)?
+                        .parse()
+                        .ok()
+                };
+                let alto = bytes("ALTO")?;
+                (alto > 0.0).then(|| bytes("CSF").map(|c| c / alto))?
             },
         },
         StudyMetric {

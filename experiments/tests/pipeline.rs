@@ -63,6 +63,17 @@ fn all_figures_render_and_resume_from_the_cache() {
     let csv = std::fs::read_to_string(reports.join("fig11/testhost/fig11.csv")).unwrap();
     assert!(csv.contains("tiny") && csv.contains("ALTO"), "{csv}");
     assert!(!csv.contains("FAILED"), "{csv}");
+    // Figure 11's explanation splits CSF's bytes on the paper's tensors (nips here) from the
+    // measured footprints, whether or not the claim holds at this scale.
+    let headline = std::fs::read_to_string(reports.join("fig11/testhost/headline.json")).unwrap();
+    let headline: serde_json::Value = serde_json::from_str(&headline).unwrap();
+    let evidence = headline["gap"]["evidence"].as_array().unwrap();
+    assert!(
+        evidence.iter().any(|e| e
+            .as_str()
+            .is_some_and(|e| e.contains("nips (4 trees)") && e.contains("leaves 64"))),
+        "{evidence:?}"
+    );
     // Every cached entry is there; a second run measures nothing new.
     let cache = reports.join(".cache/testhost");
     let count = |p: &std::path::Path| walk(p).len();

@@ -132,7 +132,7 @@ impl Figure for Fig11 {
         let headline = Headline {
             figure: self.id().into(),
             tensors: tensors.len(),
-            gap: Gap::default(),
+            gap: gap::fig11(data, ctx, &CSF_PAPER_TENSORS),
             claims: vec![
                 Claim {
                     claim: "ALTO's full footprint (with partition bounds and intervals) is below \
