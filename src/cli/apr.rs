@@ -93,10 +93,12 @@ fn data_line(path: &Path, k: usize) -> Option<u64> {
     None
 }
 
-/// Refuses negative values (naming the file and line) and counts the non-integer ones.
+/// Refuses negative values (the library's [`alto::cpd::apr::check_counts`], the error naming
+/// the file and line) and counts the non-integer ones.
 fn check_counts(path: &Path, values: &[f64], text: bool) -> Result<usize> {
-    if let Some(k) = values.iter().position(|&v| v < 0.0) {
-        let v = values[k];
+    if let Err(AltoError::NegativeValue { index: k, value: v }) =
+        alto::cpd::apr::check_counts(values)
+    {
         match (text, data_line(path, k)) {
             (true, Some(line)) => bail!(
                 "{}:{line}: value {v} is negative; CP-APR (--model apr) fits nonnegative counts",
