@@ -1,4 +1,4 @@
-"""ALTO sparse tensors (Helal et al., ICS 2021): MTTKRP and CP-ALS on one compact,
+"""ALTO sparse tensors (Helal et al., ICS 2021): MTTKRP, CP-ALS and CP-APR on one compact,
 linearized copy of a sparse tensor, with the GIL released."""
 
 import os
@@ -12,6 +12,7 @@ __version__: str
 _Path = Union[str, "os.PathLike[str]"]
 _Sync = Literal["auto", "pull", "atomic", "flagged"]
 _Float2D = npt.NDArray[np.float64]
+_Init = Union[Literal["random"], Any]
 
 class SparseTensor:
     """A sparse tensor in the ALTO format. Build one with `read_tns`, `load`, `gen` or
@@ -92,6 +93,54 @@ class CPResult:
     def __getitem__(self, index: Literal[1, -1]) -> List[_Float2D]: ...
     def __iter__(self) -> Iterator[Any]: ...
 
+class APRResult:
+    """A fitted Poisson CP model (`cp_apr`), every factor column summing to 1: the pair
+    `(weights, factors)` TensorLy takes as a CP tensor, with the log-likelihood, KKT violation
+    and time of every outer iteration."""
+
+    @property
+    def weights(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def factors(self) -> List[_Float2D]: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def loglik(self) -> float:
+        """The log-likelihood after the last iteration (up to `-sum log(v!)`)."""
+    @property
+    def loglik_history(self) -> List[float]:
+        """The log-likelihood after each outer iteration; never decreasing."""
+    @property
+    def kkt_history(self) -> List[float]:
+        """The largest KKT violation over modes, per iteration."""
+    @property
+    def inner_iters(self) -> List[int]:
+        """Inner iterations over all modes, per iteration."""
+    @property
+    def iteration_times(self) -> List[float]: ...
+    @property
+    def phi_times(self) -> List[float]: ...
+    @property
+    def n_iter(self) -> int: ...
+    @property
+    def converged(self) -> bool: ...
+    @property
+    def phi_kernels(self) -> List[str]:
+        """The Phi kernel of each mode (`phi_pull_fused`, ...)."""
+    @property
+    def history(self) -> List[Dict[str, Any]]:
+        """`iterations[]` of `alto cpd --model apr --json`."""
+    def to_tensorly(self) -> Any:
+        """A `tensorly.cp_tensor.CPTensor` (needs tensorly)."""
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: Literal[0, -2]) -> npt.NDArray[np.float64]: ...
+    @overload
+    def __getitem__(self, index: Literal[1, -1]) -> List[_Float2D]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
 def read_tns(
     path: _Path, *, dims: Optional[Sequence[int]] = None, threads: Optional[int] = None
 ) -> SparseTensor:
@@ -106,7 +155,7 @@ def cp_als(
     *,
     n_iter_max: int = 50,
     tol: float = 1e-5,
-    init: Union[Literal["random"], Any] = "random",
+    init: Optional[_Init] = None,
     random_state: Optional[int] = None,
     threads: Optional[int] = None,
     verbose: bool = False,
@@ -114,6 +163,27 @@ def cp_als(
     kernel: str = "auto",
 ) -> CPResult:
     """CP decomposition by alternating least squares."""
+
+def cp_apr(
+    tensor: SparseTensor,
+    rank: int,
+    *,
+    n_iter_max: int = 1000,
+    inner: int = 10,
+    tol: float = 1e-4,
+    kappa: float = 0.01,
+    kappa_tol: float = 1e-10,
+    epsilon: float = 1e-10,
+    init: Optional[_Init] = None,
+    random_state: Optional[int] = None,
+    threads: Optional[int] = None,
+    verbose: bool = False,
+    sync: _Sync = "auto",
+    kernel: str = "auto",
+) -> APRResult:
+    """CP-APR: a nonnegative CP model of a count tensor by maximizing the Poisson
+    log-likelihood (Chi and Kolda's multiplicative updates). `kernel`: "auto", "fused",
+    "cached" or an MTTKRP kernel name. Raises ValueError for negative values."""
 
 @overload
 def gen(

@@ -207,6 +207,46 @@ pub fn cp_als_plan(t: &crate::AnyAlto, rank: usize) -> MemoryPlan {
     plan
 }
 
+/// What CP-APR on `t` at `rank` allocates beside the tensor: [`mttkrp_plan`] (the Phi
+/// kernels run on the MTTKRP's workspace), the model's factors and the kept Phi of every mode,
+/// and what the Phi kernel `kind` keeps per nonzero: the Pi cache (`nnz x rank` doubles) of
+/// [`PhiKind::Cached`](crate::cpd::apr::PhiKind::Cached), the weights (`nnz` doubles) of an
+/// MTTKRP kernel, nothing for `Fused`. `Auto` is resolved as the run resolves it
+/// ([`choose_phi_kind`](crate::cpd::apr::choose_phi_kind) with
+/// [`CACHE_PI_ABOVE_BYTES`](crate::cpd::apr::CACHE_PI_ABOVE_BYTES) and
+/// [`MAX_PI_CACHE_BYTES`](crate::cpd::apr::MAX_PI_CACHE_BYTES)).
+pub fn cp_apr_plan(t: &crate::AnyAlto, rank: usize, kind: crate::cpd::apr::PhiKind) -> MemoryPlan {
+    use crate::cpd::apr::{choose_phi_kind, PhiKind, CACHE_PI_ABOVE_BYTES, MAX_PI_CACHE_BYTES};
+    let kind = match kind {
+        PhiKind::Auto => choose_phi_kind(
+            t.dims(),
+            t.nnz(),
+            rank,
+            CACHE_PI_ABOVE_BYTES,
+            MAX_PI_CACHE_BYTES,
+        ),
+        k => k,
+    };
+    let r = rank as u64;
+    let rows = factor_rows(t);
+    let nnz = t.nnz() as u64;
+    let mut plan = mttkrp_plan(t, rank);
+    plan.add(
+        "model factors and the Phi of every mode",
+        bytes_for(rows.saturating_mul(r).saturating_mul(2), 8),
+    );
+    match kind {
+        PhiKind::Cached => {
+            plan.add("Pi cache (phi_cached)", bytes_for(nnz.saturating_mul(r), 8));
+        }
+        PhiKind::Mttkrp(_) => {
+            plan.add("Phi weights", bytes_for(nnz, 8));
+        }
+        PhiKind::Auto | PhiKind::Fused => {}
+    }
+    plan
+}
+
 /// `1.50 GiB`, `12.0 KiB`, `512 B`; `u64::MAX` reads "more than 16 EiB" (a saturated sum).
 pub fn human_bytes(bytes: u64) -> String {
     if bytes == u64::MAX {
@@ -307,6 +347,37 @@ mod tests {
         small.add("x", 1 << 20);
         assert!(small.check(limit, "").is_ok());
         assert!(p.check(None, "").is_ok());
+    }
+
+    #[test]
+    fn cp_apr_plan_grows_with_rank_and_counts_the_pi_cache() {
+        use crate::cpd::apr::PhiKind;
+        let coo = crate::gen::uniform(&[6, 7, 8], 200, 3).unwrap();
+        let (t, _) = crate::AnyAlto::build(&coo, &Default::default()).unwrap();
+        let nnz = t.nnz() as u64;
+        for kind in [PhiKind::Auto, PhiKind::Fused, PhiKind::Cached] {
+            let totals: Vec<u64> = [1, 4, 16]
+                .iter()
+                .map(|&r| cp_apr_plan(&t, r, kind).total())
+                .collect();
+            assert!(
+                totals[0] < totals[1] && totals[1] < totals[2],
+                "{kind:?} {totals:?}"
+            );
+        }
+        for rank in [1usize, 5, 16] {
+            let fused = cp_apr_plan(&t, rank, PhiKind::Fused);
+            let cached = cp_apr_plan(&t, rank, PhiKind::Cached);
+            let pi = cached
+                .items()
+                .iter()
+                .find(|(what, _)| what.contains("Pi cache"))
+                .map(|&(_, b)| b);
+            assert_eq!(pi, Some(nnz * rank as u64 * 8), "rank {rank}");
+            assert_eq!(cached.total() - fused.total(), nnz * rank as u64 * 8);
+            // A tensor this small has cache-resident factors: auto is fused.
+            assert_eq!(cp_apr_plan(&t, rank, PhiKind::Auto), fused);
+        }
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! `cp_als` and its result, `CPResult`: a `(weights, factors)` pair that TensorLy takes as a
-//! CP tensor, with the fit history and the time of every iteration.
+//! CP tensor, with the fit history and the time of every iteration. Also what `cp_apr`
+//! shares with it: the seed, the initial factors, and the interruptible run.
 
-use crate::arrays::matrix_to_numpy;
+use crate::pair::CpPair;
 use crate::tensor::{check_plan, factor_list, mttkrp_options, SparseTensor};
 use crate::{detached, panic_err, pool, py_err, thread_count};
 use alto::cpd::{cp_als_observed, initial_factors, validate, CpModel, CpdOptions, IterStats};
-use numpy::{IntoPyArray, PyArray1, PyArray2};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::ops::ControlFlow;
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// How often the waiting thread looks for Ctrl-C (and prints progress) while CP-ALS runs.
+/// How often the waiting thread looks for Ctrl-C (and prints progress) while a fit runs.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// A fitted CP model: `X ~ sum_r weights[r] * outer(factors[0][:, r], ..., factors[N-1][:, r])`.
@@ -26,9 +27,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 /// `n_iter`, `converged` and `history` (the `iterations[]` of `alto cpd --json`).
 #[pyclass(module = "alto", name = "CPResult", frozen)]
 pub struct CpResult {
-    weights: Py<PyArray1<f64>>,
-    factors: Vec<Py<PyArray2<f64>>>,
-    shape: Vec<u64>,
+    pair: CpPair,
     history: Vec<IterStats>,
     converged: bool,
     norm_x: f64,
@@ -39,25 +38,25 @@ impl CpResult {
     /// The component weights lambda, float64 `(R,)`.
     #[getter]
     fn weights(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
-        self.weights.clone_ref(py)
+        self.pair.weights(py)
     }
 
     /// The factor matrices, float64 `(I_n, R)` each, columns normalized into the weights.
     #[getter]
     fn factors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.factors.iter().map(|f| f.clone_ref(py)))
+        self.pair.factors(py)
     }
 
     /// The rank R.
     #[getter]
     fn rank(&self, py: Python<'_>) -> usize {
-        self.weights.bind(py).len().unwrap_or(0)
+        self.pair.rank(py)
     }
 
     /// The dims of the decomposed tensor.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, &self.shape)
+        self.pair.shape(py)
     }
 
     /// `1 - ||X - model|| / ||X||` after each iteration.
@@ -124,10 +123,7 @@ impl CpResult {
 
     /// The same model as a `tensorly.cp_tensor.CPTensor` (needs tensorly).
     fn to_tensorly<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let pair = (self.weights(py), self.factors(py)?);
-        py.import("tensorly.cp_tensor")?
-            .getattr("CPTensor")?
-            .call1((pair,))
+        self.pair.to_tensorly(py)
     }
 
     fn __len__(&self) -> usize {
@@ -135,32 +131,18 @@ impl CpResult {
     }
 
     fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
-        match index {
-            0 | -2 => Ok(self.weights(py).into_any()),
-            1 | -1 => Ok(self.factors(py)?.into_any().unbind()),
-            _ => Err(PyIndexError::new_err(format!(
-                "CPResult index {index} out of range: 0 is the weights, 1 the factors"
-            ))),
-        }
+        self.pair.get(py, index, "CPResult")
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let pair = PyTuple::new(
-            py,
-            [
-                self.weights(py).into_any(),
-                self.factors(py)?.into_any().unbind(),
-            ],
-        )?;
-        Ok(pair.try_iter()?.into_any())
+        self.pair.iter(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
         format!(
-            "CPResult(rank={}, shape=({}), n_iter={}, fit={:.6}, converged={})",
+            "CPResult(rank={}, shape={}, n_iter={}, fit={:.6}, converged={})",
             self.rank(py),
-            dims.join(", "),
+            self.pair.shape_text(),
             self.n_iter(),
             self.fit(),
             if self.converged { "True" } else { "False" }
@@ -168,41 +150,78 @@ impl CpResult {
     }
 }
 
-/// The initial factors from `init`: `"random"` (uniform [0, 1), seeded by `random_state`), a
-/// `(weights, factors)` pair (a TensorLy CPTensor or CPResult included) or a list of factors.
-fn initial(
-    init: &Bound<'_, PyAny>,
+/// Initial factors, and the weights when `init` was a `(weights, factors)` pair.
+pub(crate) struct Initial<'py> {
+    pub(crate) weights: Option<Bound<'py, PyAny>>,
+    pub(crate) factors: Vec<alto::Matrix>,
+}
+
+/// The initial factors from `init`: `"random"` (uniform [0, 1), from `seed`), a
+/// `(weights, factors)` pair (a TensorLy CPTensor or a result of this module included) or a
+/// list of factors, checked against the tensor's order (each factor's shape is the library's
+/// to check).
+pub(crate) fn initial<'py>(
+    init: &Bound<'py, PyAny>,
     t: &SparseTensor,
-    opts: &CpdOptions,
-) -> PyResult<Vec<alto::Matrix>> {
+    rank: usize,
+    seed: u64,
+) -> PyResult<Initial<'py>> {
     let order = t.t.order();
     if init.cast::<PyString>().is_ok() {
         return match init.extract::<String>()?.as_str() {
-            "random" => Ok(initial_factors(t.t.dims(), opts.rank, opts.seed)),
+            "random" => Ok(Initial {
+                weights: None,
+                factors: initial_factors(t.t.dims(), rank, seed),
+            }),
             other => Err(PyValueError::new_err(format!(
                 "init: unknown initialization `{other}` (\"random\", or (weights, factors) \
                  such as a CPTensor, or a list of factors)"
             ))),
         };
     }
-    let factors = if init.hasattr("factors")? {
-        init.getattr("factors")?
+    let (weights, factors) = if init.hasattr("factors")? {
+        let weights = match init.getattr("weights") {
+            Ok(w) if !w.is_none() => Some(w),
+            _ => None,
+        };
+        (weights, init.getattr("factors")?)
     } else {
-        let items: Vec<Bound<'_, PyAny>> = init.try_iter()?.collect::<PyResult<_>>()?;
+        let items: Vec<Bound<'py, PyAny>> = init.try_iter()?.collect::<PyResult<_>>()?;
         // (weights, factors): the second item is a list or tuple of matrices, not a matrix.
         match items.as_slice() {
-            [_, second] if second.cast::<PyList>().is_ok() || second.cast::<PyTuple>().is_ok() => {
-                second.clone()
+            [first, second]
+                if second.cast::<PyList>().is_ok() || second.cast::<PyTuple>().is_ok() =>
+            {
+                let weights = (!first.is_none()).then(|| first.clone());
+                (weights, second.clone())
             }
-            _ => init.clone(),
+            _ => (None, init.clone()),
         }
     };
-    factor_list(&factors, order).map_err(|e| {
+    let factors = factor_list(&factors, order).map_err(|e| {
         // The same exception type, its message prefixed with the argument.
         let py = init.py();
         let msg = e.value(py).to_string();
         PyErr::from_type(e.get_type(py), format!("init: {msg}"))
-    })
+    })?;
+    Ok(Initial { weights, factors })
+}
+
+/// The seed of `random_state`: the int itself (at least 0), or a fresh one for None.
+pub(crate) fn seed_of(random_state: Option<i64>) -> PyResult<u64> {
+    match random_state {
+        Some(s) => u64::try_from(s).map_err(|_| {
+            PyValueError::new_err(format!("random_state must be >= 0 or None, got {s}"))
+        }),
+        None => Ok(fresh_seed()),
+    }
+}
+
+/// A count argument as a `usize`, or `ValueError` naming it (zero passes: the library's
+/// options check refuses it with its own message).
+pub(crate) fn count_arg(name: &str, v: i64) -> PyResult<usize> {
+    usize::try_from(v)
+        .map_err(|_| PyValueError::new_err(format!("{name}: must be at least 1, got {v}")))
 }
 
 /// CP decomposition by alternating least squares (as `tensorly.decomposition.parafac` with
@@ -240,17 +259,9 @@ pub fn cp_als(
     kernel: &str,
 ) -> PyResult<CpResult> {
     let t = &tensor.t;
-    let rank = usize::try_from(rank)
-        .map_err(|_| PyValueError::new_err(format!("rank: must be at least 1, got {rank}")))?;
-    let max_iters = usize::try_from(n_iter_max).map_err(|_| {
-        PyValueError::new_err(format!("n_iter_max: must be at least 1, got {n_iter_max}"))
-    })?;
-    let seed = match random_state {
-        Some(s) => u64::try_from(s).map_err(|_| {
-            PyValueError::new_err(format!("random_state must be >= 0 or None, got {s}"))
-        })?,
-        None => fresh_seed(),
-    };
+    let rank = count_arg("rank", rank)?;
+    let max_iters = count_arg("n_iter_max", n_iter_max)?;
+    let seed = seed_of(random_state)?;
     let mut opts = CpdOptions {
         max_iters,
         tol,
@@ -262,11 +273,15 @@ pub fn cp_als(
     let threads = thread_count(threads)?;
     let pool = pool(threads)?;
     check_plan(alto::memory::cp_als_plan(t, rank), "lower the rank")?;
+    // The first mode is solved first: its factor, and so the weights, are not read.
     let init = match init {
-        Some(i) => initial(i, tensor, &opts)?,
+        Some(i) => initial(i, tensor, rank, seed)?.factors,
         None => initial_factors(t.dims(), rank, seed),
     };
-    let model = run_interruptibly(py, tensor, init, &opts, &pool, verbose)?;
+    let line = verbose.then_some(iteration_line as fn(&IterStats) -> String);
+    let model = run_interruptibly(py, line, |observer| {
+        cp_als_observed(&tensor.t, init, &opts, &pool, observer)
+    })?;
     let CpModel {
         lambda,
         factors,
@@ -276,12 +291,7 @@ pub fn cp_als(
         ..
     } = model;
     Ok(CpResult {
-        weights: lambda.into_pyarray(py).unbind(),
-        factors: factors
-            .into_iter()
-            .map(|f| matrix_to_numpy(py, f).map(Bound::unbind))
-            .collect::<PyResult<_>>()?,
-        shape: t.dims().to_vec(),
+        pair: CpPair::new(py, lambda, factors, t.dims())?,
         history,
         converged,
         norm_x: norm_x_sq.sqrt(),
@@ -300,28 +310,33 @@ fn fresh_seed() -> u64 {
     h.finish()
 }
 
-/// Runs CP-ALS on a thread of its own while this (the caller's) thread, GIL released, waits:
-/// every [`SIGNAL_POLL`] it takes the GIL to look for signals (Python runs its Ctrl-C handler
-/// on the main thread only, so the check cannot happen on a pool worker) and prints the
-/// iterations that finished when `verbose`. A pending `KeyboardInterrupt` (or another signal
+/// What a fit calls after every iteration (`Break`: stop after it).
+pub(crate) type Observer<'o, S> = dyn FnMut(&S) -> ControlFlow<()> + Send + 'o;
+
+/// Runs `fit` (CP-ALS or CP-APR, given an observer of its iteration stats `S`) on a thread of
+/// its own while this (the caller's) thread, GIL released, waits: every [`SIGNAL_POLL`] it
+/// takes the GIL to look for signals (Python runs its Ctrl-C handler on the main thread only,
+/// so the check cannot happen on a pool worker) and prints, through `line`, the iterations
+/// that finished (`None`: not verbose). A pending `KeyboardInterrupt` (or another signal
 /// handler's exception) asks the run to stop after its current iteration and is raised then.
-fn run_interruptibly(
+pub(crate) fn run_interruptibly<S, M>(
     py: Python<'_>,
-    tensor: &SparseTensor,
-    init: Vec<alto::Matrix>,
-    opts: &CpdOptions,
-    pool: &rayon::ThreadPool,
-    verbose: bool,
-) -> PyResult<CpModel> {
+    line: Option<fn(&S) -> String>,
+    fit: impl FnOnce(&mut Observer<'_, S>) -> alto::Result<M> + Send,
+) -> PyResult<M>
+where
+    S: Clone + Send,
+    M: Send,
+{
     let stop_flag = AtomicBool::new(false);
     let stop = &stop_flag;
-    let (tx, rx) = mpsc::channel::<IterStats>();
+    let (tx, rx) = mpsc::channel::<S>();
     let mut pending: Option<PyErr> = None;
     let pending_ref = &mut pending;
     let result = detached(py, move || {
         std::thread::scope(|s| {
             let worker = s.spawn(move || {
-                let mut observer = |st: &IterStats| {
+                let mut observer = |st: &S| {
                     // The receiver lives until this thread is joined.
                     let _ = tx.send(st.clone());
                     if stop.load(Ordering::Relaxed) {
@@ -330,15 +345,15 @@ fn run_interruptibly(
                         ControlFlow::Continue(())
                     }
                 };
-                let r = cp_als_observed(&tensor.t, init, opts, pool, &mut observer);
+                let r = fit(&mut observer);
                 drop(tx);
                 r
             });
             loop {
                 let done = match rx.recv_timeout(SIGNAL_POLL) {
                     Ok(st) => {
-                        if verbose {
-                            report(&st, pending_ref);
+                        if let Some(line) = line {
+                            print_line(line(&st), pending_ref);
                         }
                         false
                     }
@@ -367,20 +382,24 @@ fn run_interruptibly(
     }
 }
 
-/// Prints one iteration through Python's `print` (so notebooks show it); a failure to print
-/// is kept to be raised after the run.
-fn report(st: &IterStats, pending: &mut Option<PyErr>) {
+/// One CP-ALS iteration for `verbose`.
+fn iteration_line(st: &IterStats) -> String {
     let delta = st
         .delta_fit
         .map_or_else(|| "-".to_string(), |d| format!("{d:+.3e}"));
-    let line = format!(
+    format!(
         "iteration {:>3}: fit {:.10}  delta {:>10}  {:.3} ms (MTTKRP {:.3} ms)",
         st.iter + 1,
         st.fit,
         delta,
         st.seconds * 1e3,
         st.mttkrp_seconds * 1e3
-    );
+    )
+}
+
+/// Prints one line through Python's `print` (so notebooks show it); a failure to print is
+/// kept to be raised after the run.
+fn print_line(line: String, pending: &mut Option<PyErr>) {
     let printed = Python::attach(|py| -> PyResult<()> {
         py.import("builtins")?.getattr("print")?.call1((line,))?;
         Ok(())

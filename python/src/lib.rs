@@ -1,10 +1,13 @@
-//! `import alto`: ALTO sparse tensors, MTTKRP and CP-ALS for NumPy and TensorLy users.
+//! `import alto`: ALTO sparse tensors, MTTKRP, CP-ALS and CP-APR for NumPy and TensorLy users.
 //!
 //! The module is a thin layer over the `alto` library:
 //! - [`tensor`]: `SparseTensor` (from `.tns`, `.alto`, COO arrays or a `scipy.sparse` matrix),
 //!   its `info()`, `save()`, `to_coo()` and `mttkrp()`;
 //! - [`cpd`]: `cp_als` and the `CPResult` it returns, a `(weights, factors)` pair TensorLy
-//!   takes as a CP tensor;
+//!   takes as a CP tensor; the seed, initial factors and interruptible run both fits share;
+//! - [`apr`]: `cp_apr` (CP-APR, the Poisson model of count tensors: `alto::cpd::apr`) and the
+//!   `APRResult` it returns, the same pair with the log-likelihood history;
+//! - [`pair`]: the `(weights, factors)` pair protocol of both results;
 //! - [`gen`]: `gen`, the synthetic tensors of `alto gen`;
 //! - [`arrays`]: NumPy arrays in and out (borrowed where the layout allows);
 //! - here: the error mapping, the thread pools and the GIL-free call wrapper.
@@ -12,9 +15,11 @@
 //! Every computation runs with the GIL released, on a rayon pool of the requested size (never
 //! rayon's global pool), and a panic never crosses into Python: it becomes a `RuntimeError`.
 
+mod apr;
 mod arrays;
 mod cpd;
 mod gen;
+mod pair;
 mod tensor;
 
 use alto::AltoError;
@@ -32,9 +37,9 @@ const MAX_THREADS_PER_CPU: usize = 4;
 
 /// A library error as the Python exception a NumPy user expects, with the library's message:
 /// `OSError` (and its subclasses) when a file cannot be read or written, `MemoryError` when
-/// the memory plan does not fit, `FloatingPointError` when CP-ALS diverges, `ValueError` for
-/// everything the caller passed or a file held (shapes, ranks, indices, values, options,
-/// malformed files, whose messages name the file and line).
+/// the memory plan does not fit, `FloatingPointError` when CP-ALS or CP-APR diverges,
+/// `ValueError` for everything the caller passed or a file held (shapes, ranks, indices,
+/// values, options, malformed files, whose messages name the file and line).
 pub(crate) fn py_err(e: AltoError) -> PyErr {
     let msg = e.to_string();
     match &e {
@@ -52,6 +57,14 @@ pub(crate) fn py_err(e: AltoError) -> PyErr {
         AltoError::CpdOption { option, reason } => {
             let name = match *option {
                 "max_iters" => "n_iter_max",
+                other => other,
+            };
+            PyValueError::new_err(format!("{name}: {reason}"))
+        }
+        AltoError::AprOption { option, reason } => {
+            let name = match *option {
+                "max_iters" => "n_iter_max",
+                "inner_iters" => "inner",
                 other => other,
             };
             PyValueError::new_err(format!("{name}: {reason}"))
@@ -121,7 +134,7 @@ pub(crate) fn panic_err(payload: Box<dyn std::any::Any + Send>) -> PyErr {
     PyRuntimeError::new_err(format!("alto: internal error ({what}); please report it"))
 }
 
-/// ALTO sparse tensors (Helal et al., ICS 2021): MTTKRP and CP-ALS on one compact,
+/// ALTO sparse tensors (Helal et al., ICS 2021): MTTKRP, CP-ALS and CP-APR on one compact,
 /// linearized copy of a sparse tensor, with the GIL released.
 #[pymodule]
 #[pyo3(name = "alto")]
@@ -129,9 +142,11 @@ fn alto_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<tensor::SparseTensor>()?;
     m.add_class::<cpd::CpResult>()?;
+    m.add_class::<apr::AprResult>()?;
     m.add_function(wrap_pyfunction!(tensor::read_tns, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::load, m)?)?;
     m.add_function(wrap_pyfunction!(cpd::cp_als, m)?)?;
+    m.add_function(wrap_pyfunction!(apr::cp_apr, m)?)?;
     m.add_function(wrap_pyfunction!(gen::gen, m)?)?;
     Ok(())
 }

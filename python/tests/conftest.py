@@ -1,5 +1,6 @@
 """Shared helpers of the alto Python tests: the dense and einsum oracles and the real tensors."""
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,18 @@ def real_tensor(name):
     if not path.is_file():
         pytest.skip(f"{path} is absent (../shared/data/real beside the repository)")
     return path
+
+
+def apr_reference():
+    """The NumPy CP-APR reference `tests/apr_reference.py` of the Rust tests, as a module
+    (`cp_apr(subs, vals, U, iters, inner, tol, kappa, kappa_tol, eps)` returns the
+    log-likelihood after every outer iteration from the initial factors U)."""
+    spec = importlib.util.spec_from_file_location(
+        "apr_reference", REPO / "tests" / "apr_reference.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def dense(indices, values, shape):

@@ -1,9 +1,9 @@
-"""`alto cpd --model apr` (the command; the bindings have no CP-APR yet) against the NumPy
-reference `tests/apr_reference.py`: the same log-likelihood after every outer iteration from
-the same initial factors, to 1e-8 relative. Needs the `alto` binary of a `cargo test` or
-`cargo build` of this checkout (or `$ALTO_BIN`); skipped without one."""
+"""`alto cpd --model apr` (the command; `test_cp_apr.py` checks the bindings' `alto.cp_apr`
+the same way) against the NumPy reference `tests/apr_reference.py`: the same log-likelihood
+after every outer iteration from the same initial factors, to 1e-8 relative. Needs the `alto`
+binary of a `cargo test` or `cargo build` of this checkout (or `$ALTO_BIN`); skipped without
+one."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import REPO
+from conftest import REPO, apr_reference
 
 
 def alto_binary():
@@ -24,15 +24,6 @@ def alto_binary():
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     pytest.skip("no alto binary: run `cargo build` or set ALTO_BIN")
-
-
-def reference():
-    spec = importlib.util.spec_from_file_location(
-        "apr_reference", REPO / "tests" / "apr_reference.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_trajectory_matches_numpy(tmp_path):
@@ -54,7 +45,7 @@ def test_trajectory_matches_numpy(tmp_path):
         check=True, capture_output=True,
     )
     ours = [it["loglik"] for it in json.loads(out.stdout)["iterations"]]
-    ref = reference()
+    ref = apr_reference()
     order = 3
     U = [np.load(init / f"factor{n}.npy") for n in range(order)]
     subs, vals = ref.read_tns(tns, order)

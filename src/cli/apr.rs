@@ -6,9 +6,9 @@ use super::choices::CpdKernel;
 use super::cpd::CpdArgs;
 use super::{load, print_out, Outcome};
 use alto::cpd::apr::{
-    choose_phi_kind, cp_apr_observed, AprIterStats, AprModel, AprOptions, PhiKind, PhiOptions,
-    CACHE_PI_ABOVE_BYTES, DEFAULT_APR_MAX_ITERS, DEFAULT_APR_TOL, DEFAULT_EPSILON,
-    DEFAULT_INNER_ITERS, DEFAULT_KAPPA, DEFAULT_KAPPA_TOL, MAX_PI_CACHE_BYTES,
+    cp_apr_observed, AprIterStats, AprModel, AprOptions, PhiKind, PhiOptions,
+    DEFAULT_APR_MAX_ITERS, DEFAULT_APR_TOL, DEFAULT_EPSILON, DEFAULT_INNER_ITERS, DEFAULT_KAPPA,
+    DEFAULT_KAPPA_TOL,
 };
 use alto::dispatch::KernelChoice;
 use alto::harness::pool::{PinPolicy, PinReport};
@@ -93,10 +93,12 @@ fn data_line(path: &Path, k: usize) -> Option<u64> {
     None
 }
 
-/// Refuses negative values (naming the file and line) and counts the non-integer ones.
+/// Refuses negative values (the library's [`alto::cpd::apr::check_counts`], the error naming
+/// the file and line) and counts the non-integer ones.
 fn check_counts(path: &Path, values: &[f64], text: bool) -> Result<usize> {
-    if let Some(k) = values.iter().position(|&v| v < 0.0) {
-        let v = values[k];
+    if let Err(AltoError::NegativeValue { index: k, value: v }) =
+        alto::cpd::apr::check_counts(values)
+    {
         match (text, data_line(path, k)) {
             (true, Some(line)) => bail!(
                 "{}:{line}: value {v} is negative; CP-APR (--model apr) fits nonnegative counts",
@@ -129,40 +131,6 @@ fn check_counts(path: &Path, values: &[f64], text: bool) -> Result<usize> {
         );
     }
     Ok(fractional.len())
-}
-
-/// What CP-APR allocates beyond the tensor: the MTTKRP's (staging, output), the factors and
-/// the kept Phi of every mode, and the Phi kernel's per-nonzero arrays.
-fn memory_plan(t: &alto::AnyAlto, rank: usize, kind: PhiKind) -> alto::memory::MemoryPlan {
-    use alto::memory::bytes_for;
-    let kind = match kind {
-        PhiKind::Auto => choose_phi_kind(
-            t.dims(),
-            t.nnz(),
-            rank,
-            CACHE_PI_ABOVE_BYTES,
-            MAX_PI_CACHE_BYTES,
-        ),
-        k => k,
-    };
-    let r = rank as u64;
-    let rows = t.dims().iter().fold(0u64, |s, &d| s.saturating_add(d));
-    let nnz = t.nnz() as u64;
-    let mut plan = alto::memory::mttkrp_plan(t, rank);
-    plan.add(
-        "model factors and the Phi of every mode",
-        bytes_for(rows.saturating_mul(r).saturating_mul(2), 8),
-    );
-    match kind {
-        PhiKind::Cached => {
-            plan.add("Pi cache (phi_cached)", bytes_for(nnz.saturating_mul(r), 8));
-        }
-        PhiKind::Mttkrp(_) => {
-            plan.add("Phi weights", bytes_for(nnz, 8));
-        }
-        PhiKind::Auto | PhiKind::Fused => {}
-    }
-    plan
 }
 
 fn read_init(dir: &Path, dims: &[u64], rank: usize) -> Result<Vec<Matrix>> {
@@ -237,7 +205,7 @@ pub fn run(a: CpdArgs) -> Result<Outcome> {
         Some(coo) => check_counts(&a.file, coo.values(), true)?,
         None => check_counts(&a.file, t.values(), false)?,
     };
-    memory_plan(t, a.rank, kind).check(a.load.memory.limit(), "lower --rank")?;
+    alto::memory::cp_apr_plan(t, a.rank, kind).check(a.load.memory.limit(), "lower --rank")?;
     let init = match &a.init {
         Some(dir) => read_init(dir, t.dims(), a.rank)?,
         None => alto::cpd::initial_factors(t.dims(), a.rank, a.seed),

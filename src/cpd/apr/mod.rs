@@ -32,7 +32,7 @@ pub use loglik::log_likelihood;
 pub use model::{factor_match_score, AprIterStats, AprModel};
 pub use mu::{cp_apr, cp_apr_observed, AprObserver};
 pub use options::{
-    validate, AprOptions, DEFAULT_APR_MAX_ITERS, DEFAULT_APR_TOL, DEFAULT_EPSILON,
+    check_counts, validate, AprOptions, DEFAULT_APR_MAX_ITERS, DEFAULT_APR_TOL, DEFAULT_EPSILON,
     DEFAULT_INNER_ITERS, DEFAULT_KAPPA, DEFAULT_KAPPA_TOL,
 };
 pub use oracle::{loglik_oracle, phi_oracle};

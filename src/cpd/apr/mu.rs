@@ -2,7 +2,7 @@
 
 use super::loglik::log_likelihood;
 use super::model::{AprIterStats, AprModel};
-use super::options::{validate, AprOptions};
+use super::options::{check_counts, validate, AprOptions};
 use super::phi::PhiEngine;
 use crate::cpd::initial_factors;
 use crate::error::{AltoError, Result};
@@ -36,12 +36,7 @@ pub fn cp_apr_observed(
     observer: &mut AprObserver<'_>,
 ) -> Result<AprModel> {
     validate(t.dims(), t.nnz(), opts)?;
-    if let Some(index) = t.values().iter().position(|&v| v < 0.0) {
-        return Err(AltoError::NegativeValue {
-            index,
-            value: t.values()[index],
-        });
-    }
+    check_counts(t.values())?;
     let bad = |reason: String| AltoError::AprOption {
         option: "init",
         reason,

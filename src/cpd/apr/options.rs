@@ -1,4 +1,5 @@
-//! What a CP-APR run is asked for ([`AprOptions`]), its defaults and [`validate`].
+//! What a CP-APR run is asked for ([`AprOptions`]), its defaults, [`validate`] and
+//! [`check_counts`] (the tensor's values).
 //!
 //! The defaults are Tensor Toolbox's `cp_apr` (multiplicative-update algorithm, `'mu'`):
 //! `maxiters` 1000, `maxinneriters` 10, `tol` 1e-4 (on the KKT violation), `kappa` 0.01,
@@ -103,9 +104,35 @@ pub fn validate(dims: &[u64], nnz: usize, opts: &AprOptions) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a negative value, as CP-APR fits nonnegative counts: [`AltoError::NegativeValue`]
+/// names the first one by its position in `values` (the tensor's order for
+/// [`AnyAlto::values`](crate::AnyAlto::values)). Non-integer values pass: they are fitted as if
+/// they were counts.
+pub fn check_counts(values: &[f64]) -> Result<()> {
+    match values.iter().position(|&v| v < 0.0) {
+        Some(index) => Err(AltoError::NegativeValue {
+            index,
+            value: values[index],
+        }),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_refuse_the_first_negative_value() {
+        assert!(check_counts(&[0.0, 1.5, 3.0]).is_ok());
+        assert!(check_counts(&[]).is_ok());
+        match check_counts(&[1.0, -0.5, 2.0, -3.0]) {
+            Err(AltoError::NegativeValue { index, value }) => {
+                assert_eq!((index, value), (1, -0.5));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn options_are_checked() {
