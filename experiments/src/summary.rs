@@ -13,9 +13,11 @@ const FIGURES: [&str; 6] = ["fig06", "fig07", "fig08", "fig10", "fig11", "fig12"
 /// Regenerates `SUMMARY.md` from the headlines present for this host; returns its path.
 pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     let mut s = String::new();
-    let record: Option<serde_json::Value> = FIGURES
+    let records: Vec<(&str, serde_json::Value)> = FIGURES
         .iter()
-        .find_map(|f| read_json(&ctx.figure_dir(f).join("record.json")));
+        .filter_map(|&f| Some((f, read_json(&ctx.figure_dir(f).join("record.json"))?)))
+        .collect();
+    let record = records.first().map(|r| r.1.clone());
     writeln!(s, "# ALTO paper claims vs. this run\n")?;
     writeln!(
         s,
@@ -41,8 +43,8 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     writeln!(
         s,
         "- Rank {}; stand-in scale {}; pinning {} ({}); ALTO ISA {}; baseline ISA {} (fig. 6 \
-         also measures every format at {}); rendered by commit {} on {}; measured {} to {} \
-         (each measurement's own date, commit and pinning are in `record.json`)",
+         also measures every format at {}); {}; measured {} to {} (each measurement's own \
+         date, commit and pinning are in `record.json`)",
         field("rank"),
         field("scale"),
         field("pin"),
@@ -55,10 +57,9 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
             let names: Vec<&str> = ctx.other_isas.iter().map(|i| i.name()).collect();
             names.join(", ")
         },
-        field("git_commit"),
-        field("date_utc"),
-        field("measured_from_utc"),
-        field("measured_to_utc")
+        rendered_by(&records),
+        span(&records, "measured_from_utc", false),
+        span(&records, "measured_to_utc", true)
     )?;
     writeln!(
         s,
@@ -121,6 +122,43 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     let path = ctx.reports.join("SUMMARY.md");
     std::fs::write(&path, s).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// `rendered by commit C on D`, or, where figures were rendered apart (one regenerated
+/// alone), each commit and date with the figures it rendered.
+fn rendered_by(records: &[(&str, serde_json::Value)]) -> String {
+    let text = |r: &serde_json::Value, k: &str| {
+        r.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string()
+    };
+    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
+    for (figure, r) in records {
+        let (commit, date) = (text(r, "git_commit"), text(r, "date_utc"));
+        match groups.iter_mut().find(|g| g.0 == commit && g.1 == date) {
+            Some(g) => g.2.push(figure),
+            None => groups.push((commit, date, vec![figure])),
+        }
+    }
+    match groups.as_slice() {
+        [] => "rendered by commit ? on ?".into(),
+        [(c, d, _)] => format!("rendered by commit {c} on {d}"),
+        _ => {
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|(c, d, f)| format!("commit {c} on {d} ({})", f.join(", ")))
+                .collect();
+            format!("rendered by {}", parts.join("; "))
+        }
+    }
+}
+
+/// The earliest (or, with `latest`, the latest) RFC 3339 UTC date under `key` of the records
+/// (same format and zone, so the text order is the time order).
+fn span(records: &[(&str, serde_json::Value)], key: &str, latest: bool) -> String {
+    let dates = records
+        .iter()
+        .filter_map(|(_, r)| r.get(key)?.as_str().map(str::to_string));
+    let pick = if latest { dates.max() } else { dates.min() };
+    pick.unwrap_or_else(|| "?".into())
 }
 
 /// The failing claims of `h` with its figure's measured explanation.
@@ -274,4 +312,52 @@ fn scale_study(out: &mut String, ctx: &Ctx) -> Result<()> {
         writeln!(out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(commit: &str, date: &str, from: &str, to: &str) -> serde_json::Value {
+        serde_json::json!({
+            "git_commit": commit, "date_utc": date,
+            "measured_from_utc": from, "measured_to_utc": to
+        })
+    }
+
+    #[test]
+    fn figures_rendered_apart_name_each_commit() {
+        let a = rec(
+            "aaa",
+            "2026-12-04T19:19:45Z",
+            "2026-12-04T18:58:13Z",
+            "2026-12-04T19:19:45Z",
+        );
+        let b = rec(
+            "bbb",
+            "2026-12-05T07:56:23Z",
+            "2026-12-05T07:55:00Z",
+            "2026-12-05T07:56:23Z",
+        );
+        let same = [("fig06", a.clone()), ("fig07", a.clone())];
+        assert_eq!(
+            rendered_by(&same),
+            "rendered by commit aaa on 2026-12-04T19:19:45Z"
+        );
+        let apart = [("fig06", a.clone()), ("fig11", b), ("fig12", a)];
+        assert_eq!(
+            rendered_by(&apart),
+            "rendered by commit aaa on 2026-12-04T19:19:45Z (fig06, fig12); commit bbb on \
+             2026-12-05T07:56:23Z (fig11)"
+        );
+        assert_eq!(
+            span(&apart, "measured_from_utc", false),
+            "2026-12-04T18:58:13Z"
+        );
+        assert_eq!(
+            span(&apart, "measured_to_utc", true),
+            "2026-12-05T07:56:23Z"
+        );
+        assert_eq!(span(&[], "measured_to_utc", true), "?");
+    }
 }

@@ -12,6 +12,7 @@
 use crate::error::{AltoError, Result};
 use crate::harness::topology::CpuModel;
 use serde::{Deserialize, Serialize};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -171,6 +172,12 @@ impl MeasurementRecord {
             .open(path)
             .map_err(io)?;
         let empty = f.metadata().map_err(io)?.len() == 0;
+        if empty && records.is_empty() {
+            // A new file with no rows still names its columns (serde writes them only with a
+            // first row).
+            let mut f = f;
+            return writeln!(f, "{}", Self::CSV_HEADER).map_err(io);
+        }
         let mut w = csv::WriterBuilder::new().has_headers(empty).from_writer(f);
         for r in records {
             w.serialize(r.csv_row()).map_err(|e| csv_error(path, e))?;
@@ -279,5 +286,13 @@ mod tests {
         assert!(lines[1].contains(",\"a,b \"\"c\"\"\",3x4,"), "{}", lines[1]);
         assert!(lines[1].contains(",2,2.5e-1,5e-1,5e-1,"), "{}", lines[1]);
         assert_eq!(lines[1], lines[2]);
+        // No rows: a new file gets the header alone, an existing one is left as it is.
+        let q = dir.path().join("none.csv");
+        MeasurementRecord::append_csv(&q, &[]).unwrap();
+        MeasurementRecord::append_csv(&q, &[]).unwrap();
+        let text = std::fs::read_to_string(&q).unwrap();
+        assert_eq!(text, format!("{}\n", MeasurementRecord::CSV_HEADER));
+        MeasurementRecord::append_csv(&p, &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap().lines().count(), 3);
     }
 }
