@@ -124,8 +124,8 @@ pub fn write(ctx: &Ctx) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// `rendered by commit C on D`, or, where figures were rendered apart (one regenerated
-/// alone), each commit and date with the figures it rendered.
+/// `rendered by commit C on D`, or, where figures were rendered at different commits (one
+/// regenerated alone), each commit, its latest date and the figures it rendered.
 fn rendered_by(records: &[(&str, serde_json::Value)]) -> String {
     let text = |r: &serde_json::Value, k: &str| {
         r.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string()
@@ -133,8 +133,12 @@ fn rendered_by(records: &[(&str, serde_json::Value)]) -> String {
     let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
     for (figure, r) in records {
         let (commit, date) = (text(r, "git_commit"), text(r, "date_utc"));
-        match groups.iter_mut().find(|g| g.0 == commit && g.1 == date) {
-            Some(g) => g.2.push(figure),
+        // One run renders its figures a second or so apart: group by commit, latest date.
+        match groups.iter_mut().find(|g| g.0 == commit) {
+            Some(g) => {
+                g.1 = g.1.clone().max(date);
+                g.2.push(figure);
+            }
             None => groups.push((commit, date, vec![figure])),
         }
     }
@@ -339,15 +343,21 @@ mod tests {
             "2026-12-05T07:55:00Z",
             "2026-12-05T07:56:23Z",
         );
-        let same = [("fig06", a.clone()), ("fig07", a.clone())];
+        let a_later = rec(
+            "aaa",
+            "2026-12-04T19:19:46Z",
+            "2026-12-04T18:58:13Z",
+            "2026-12-04T19:19:46Z",
+        );
+        let same = [("fig06", a.clone()), ("fig07", a_later.clone())];
         assert_eq!(
             rendered_by(&same),
-            "rendered by commit aaa on 2026-12-04T19:19:45Z"
+            "rendered by commit aaa on 2026-12-04T19:19:46Z"
         );
-        let apart = [("fig06", a.clone()), ("fig11", b), ("fig12", a)];
+        let apart = [("fig06", a), ("fig11", b), ("fig12", a_later)];
         assert_eq!(
             rendered_by(&apart),
-            "rendered by commit aaa on 2026-12-04T19:19:45Z (fig06, fig12); commit bbb on \
+            "rendered by commit aaa on 2026-12-04T19:19:46Z (fig06, fig12); commit bbb on \
              2026-12-05T07:56:23Z (fig11)"
         );
         assert_eq!(
