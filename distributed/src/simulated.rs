@@ -84,10 +84,10 @@ fn simulated_mttkrp(coo: &CooTensor, parts: usize, factors: &[Matrix]) -> Vec<Ma
         // The reverse direction rebuilds every window from the owners' rows.
         for p in 0..parts {
             let mut window = Vec::new();
-            for q in 0..parts {
-                let o = &plans[q].owned;
+            for plan in &plans {
+                let o = &plan.owned;
                 let owned_rows = &full.as_slice()[o.start as usize * rank..o.end as usize * rank];
-                let (buf, counts) = pack_owned_for_windows(&plans[q], owned_rows, rank);
+                let (buf, counts) = pack_owned_for_windows(plan, owned_rows, rank);
                 let before: u64 = counts[..p].iter().sum();
                 window.extend_from_slice(&buf[before as usize..(before + counts[p]) as usize]);
             }

@@ -64,7 +64,7 @@ pub fn splatt_grid(dims: &[u64], parts: u64) -> Vec<u64> {
     let mut n = parts.max(1);
     let mut f = 2;
     while n > 1 {
-        while n % f == 0 {
+        while n.is_multiple_of(f) {
             factors.push(f);
             n /= f;
         }
