@@ -1,7 +1,7 @@
 //! Records the git commit being built (`ALTO_GIT_COMMIT`, "unknown" outside a git checkout) and
-//! whether tracked files differed from it (`ALTO_GIT_DIRTY`: "true", "false", or "unknown"
-//! outside a git checkout) for the measurement record; rebuilds when HEAD moves or the index
-//! changes.
+//! whether tracked files outside `reports/` differed from it (`ALTO_GIT_DIRTY`: "true",
+//! "false", or "unknown" outside a git checkout) for the measurement record; rebuilds when
+//! HEAD moves or the index changes.
 
 use std::path::Path;
 use std::process::Command;
@@ -23,9 +23,18 @@ fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
     let commit = git(&dir, &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=ALTO_GIT_COMMIT={commit}");
-    // Untracked files do not make a build dirty: only changes to what the commit holds.
+    // Untracked files do not make a build dirty: only changes to what the commit holds, outside
+    // `reports/` (what the experiments write there is output, not code: regenerating a figure
+    // must not mark the next build's measurements as coming from uncommitted code).
     let dirty = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        .args([
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":(exclude)reports",
+        ])
         .current_dir(&dir)
         .output()
         .ok()
