@@ -55,9 +55,9 @@ class SparseTensor:
     ) -> _Float2D:
         """MTTKRP of `mode`: float64 `(I_mode, R)`."""
 
-class CPResult:
-    """A fitted CP model, the pair `(weights, factors)` TensorLy takes as a CP tensor, with
-    the fit history and the time of every iteration."""
+class CPTensorResult:
+    """A fitted CP model, the pair `(weights, factors)` TensorLy takes as a CP tensor: the base
+    class of `CPResult` and `APRResult` (not made directly)."""
 
     @property
     def weights(self) -> npt.NDArray[np.float64]: ...
@@ -67,6 +67,20 @@ class CPResult:
     def rank(self) -> int: ...
     @property
     def shape(self) -> Tuple[int, ...]: ...
+    def to_tensorly(self) -> Any:
+        """A `tensorly.cp_tensor.CPTensor` (needs tensorly)."""
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: Literal[0, -2]) -> npt.NDArray[np.float64]: ...
+    @overload
+    def __getitem__(self, index: Literal[1, -1]) -> List[_Float2D]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+class CPResult(CPTensorResult):
+    """A fitted CP model (`cp_als`), the factors' columns normalized into the weights: the
+    pair `(weights, factors)` TensorLy takes as a CP tensor, with the fit history and the time
+    of every iteration."""
+
     @property
     def fit(self) -> float: ...
     @property
@@ -84,28 +98,12 @@ class CPResult:
     @property
     def history(self) -> List[Dict[str, Any]]:
         """`iterations[]` of `alto cpd --json`."""
-    def to_tensorly(self) -> Any:
-        """A `tensorly.cp_tensor.CPTensor` (needs tensorly)."""
-    def __len__(self) -> int: ...
-    @overload
-    def __getitem__(self, index: Literal[0, -2]) -> npt.NDArray[np.float64]: ...
-    @overload
-    def __getitem__(self, index: Literal[1, -1]) -> List[_Float2D]: ...
-    def __iter__(self) -> Iterator[Any]: ...
 
-class APRResult:
+class APRResult(CPTensorResult):
     """A fitted Poisson CP model (`cp_apr`), every factor column summing to 1: the pair
     `(weights, factors)` TensorLy takes as a CP tensor, with the log-likelihood, KKT violation
     and time of every outer iteration."""
 
-    @property
-    def weights(self) -> npt.NDArray[np.float64]: ...
-    @property
-    def factors(self) -> List[_Float2D]: ...
-    @property
-    def rank(self) -> int: ...
-    @property
-    def shape(self) -> Tuple[int, ...]: ...
     @property
     def loglik(self) -> float:
         """The log-likelihood after the last iteration (up to `-sum log(v!)`)."""
@@ -132,14 +130,6 @@ class APRResult:
     @property
     def history(self) -> List[Dict[str, Any]]:
         """`iterations[]` of `alto cpd --model apr --json`."""
-    def to_tensorly(self) -> Any:
-        """A `tensorly.cp_tensor.CPTensor` (needs tensorly)."""
-    def __len__(self) -> int: ...
-    @overload
-    def __getitem__(self, index: Literal[0, -2]) -> npt.NDArray[np.float64]: ...
-    @overload
-    def __getitem__(self, index: Literal[1, -1]) -> List[_Float2D]: ...
-    def __iter__(self) -> Iterator[Any]: ...
 
 def read_tns(
     path: _Path, *, dims: Optional[Sequence[int]] = None, threads: Optional[int] = None

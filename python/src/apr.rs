@@ -14,10 +14,9 @@ use alto::cpd::apr::{
 use alto::cpd::initial_factors;
 use alto::mttkrp::SyncChoice;
 use alto::{AltoError, Matrix};
-use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 
 // The keyword defaults of `cp_apr` are literals (so that `help()` shows them); they are the
 // library's (`AprOptions::new`, the command's), or this does not compile.
@@ -31,14 +30,13 @@ const _: () = assert!(DEFAULT_EPSILON == 1e-10);
 /// A fitted Poisson CP model: `X ~ sum_r weights[r] * outer(factors[0][:, r], ...,
 /// factors[N-1][:, r])`, every column of every factor summing to 1.
 ///
-/// It is the pair `(weights, factors)`, as `CPResult`: `weights, factors = result` unpacks it,
+/// It is the pair `(weights, factors)` (a `CPTensorResult`, as `CPResult`): `weights, factors = result` unpacks it,
 /// `result[0]` and `result[1]` index it, and TensorLy functions that take a CP tensor accept it
 /// as it is. It also carries how the fit went: `loglik_history`, `kkt_history`,
 /// `inner_iters`, `iteration_times`, `phi_times`, `n_iter`, `converged`, `phi_kernels` and
 /// `history` (the `iterations[]` of `alto cpd --model apr --json`).
-#[pyclass(module = "alto", name = "APRResult", frozen)]
+#[pyclass(module = "alto", name = "APRResult", extends = CpPair, frozen)]
 pub struct AprResult {
-    pair: CpPair,
     history: Vec<AprIterStats>,
     converged: bool,
     phi: Vec<String>,
@@ -46,30 +44,6 @@ pub struct AprResult {
 
 #[pymethods]
 impl AprResult {
-    /// The component weights lambda, float64 `(R,)`.
-    #[getter]
-    fn weights(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
-        self.pair.weights(py)
-    }
-
-    /// The factor matrices, float64 `(I_n, R)` each, every column summing to 1.
-    #[getter]
-    fn factors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.pair.factors(py)
-    }
-
-    /// The rank R.
-    #[getter]
-    fn rank(&self, py: Python<'_>) -> usize {
-        self.pair.rank(py)
-    }
-
-    /// The dims of the decomposed tensor.
-    #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        self.pair.shape(py)
-    }
-
     /// The Poisson log-likelihood `sum_x v log m(x) - sum_r weights[r]` (up to the constant
     /// `-sum log(v!)`) after each outer iteration; it never decreases.
     #[getter]
@@ -148,31 +122,15 @@ impl AprResult {
         Ok(list)
     }
 
-    /// The same model as a `tensorly.cp_tensor.CPTensor` (needs tensorly).
-    fn to_tensorly<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.pair.to_tensorly(py)
-    }
-
-    fn __len__(&self) -> usize {
-        2
-    }
-
-    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
-        self.pair.get(py, index, "APRResult")
-    }
-
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.pair.iter(py)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn __repr__(slf: &Bound<'_, Self>) -> String {
+        let (me, pair) = (slf.get(), slf.as_super().get());
         format!(
             "APRResult(rank={}, shape={}, n_iter={}, loglik={:.10e}, converged={})",
-            self.rank(py),
-            self.pair.shape_text(),
-            self.n_iter(),
-            self.loglik(),
-            if self.converged { "True" } else { "False" }
+            pair.rank(slf.py()),
+            pair.shape_text(),
+            me.n_iter(),
+            me.loglik(),
+            if me.converged { "True" } else { "False" }
         )
     }
 }
@@ -210,8 +168,8 @@ impl AprResult {
     kernel="auto"
 ))]
 #[allow(clippy::too_many_arguments)]
-pub fn cp_apr(
-    py: Python<'_>,
+pub fn cp_apr<'py>(
+    py: Python<'py>,
     tensor: &SparseTensor,
     rank: i64,
     n_iter_max: i64,
@@ -226,7 +184,7 @@ pub fn cp_apr(
     verbose: bool,
     sync: &str,
     kernel: &str,
-) -> PyResult<AprResult> {
+) -> PyResult<Bound<'py, AprResult>> {
     let t = &tensor.t;
     let rank = count_arg("rank", rank)?;
     let max_iters = count_arg("n_iter_max", n_iter_max)?;
@@ -279,12 +237,13 @@ pub fn cp_apr(
         converged,
         phi_runs,
     } = model;
-    Ok(AprResult {
-        pair: CpPair::new(py, lambda, factors, t.dims())?,
+    let pair = CpPair::new(py, lambda, factors, t.dims())?;
+    let result = AprResult {
         history,
         converged,
         phi: phi_runs.into_iter().map(|r| r.name).collect(),
-    })
+    };
+    Bound::new(py, (result, pair))
 }
 
 /// The Phi kernel from the `sync` and `kernel` keywords (and `ALTO_ISA` / `ALTO_DECODE`), as

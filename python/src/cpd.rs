@@ -6,7 +6,6 @@ use crate::pair::CpPair;
 use crate::tensor::{check_plan, factor_list, mttkrp_options, SparseTensor};
 use crate::{detached, panic_err, pool, py_err, thread_count};
 use alto::cpd::{cp_als_observed, initial_factors, validate, CpModel, CpdOptions, IterStats};
-use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -18,16 +17,16 @@ use std::time::Duration;
 /// How often the waiting thread looks for Ctrl-C (and prints progress) while a fit runs.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// A fitted CP model: `X ~ sum_r weights[r] * outer(factors[0][:, r], ..., factors[N-1][:, r])`.
+/// A fitted CP model: `X ~ sum_r weights[r] * outer(factors[0][:, r], ..., factors[N-1][:, r])`,
+/// the factors' columns normalized into the weights.
 ///
-/// It is the pair `(weights, factors)`: `weights, factors = result` unpacks it, `result[0]`
-/// and `result[1]` index it, and TensorLy functions that take a CP tensor
-/// (`tensorly.cp_to_tensor(result)`, `tensorly.cp_tensor.CPTensor(result)`) accept it as it is.
-/// It also carries how the fit went: `fit_history`, `iteration_times`, `mttkrp_times`,
+/// It is the pair `(weights, factors)` (a `CPTensorResult`): `weights, factors = result`
+/// unpacks it, `result[0]` and `result[1]` index it, and TensorLy functions that take a CP
+/// tensor (`tensorly.cp_to_tensor(result)`, `tensorly.cp_tensor.CPTensor(result)`) accept it
+/// as it is. It also carries how the fit went: `fit_history`, `iteration_times`, `mttkrp_times`,
 /// `n_iter`, `converged` and `history` (the `iterations[]` of `alto cpd --json`).
-#[pyclass(module = "alto", name = "CPResult", frozen)]
+#[pyclass(module = "alto", name = "CPResult", extends = CpPair, frozen)]
 pub struct CpResult {
-    pair: CpPair,
     history: Vec<IterStats>,
     converged: bool,
     norm_x: f64,
@@ -35,30 +34,6 @@ pub struct CpResult {
 
 #[pymethods]
 impl CpResult {
-    /// The component weights lambda, float64 `(R,)`.
-    #[getter]
-    fn weights(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
-        self.pair.weights(py)
-    }
-
-    /// The factor matrices, float64 `(I_n, R)` each, columns normalized into the weights.
-    #[getter]
-    fn factors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.pair.factors(py)
-    }
-
-    /// The rank R.
-    #[getter]
-    fn rank(&self, py: Python<'_>) -> usize {
-        self.pair.rank(py)
-    }
-
-    /// The dims of the decomposed tensor.
-    #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        self.pair.shape(py)
-    }
-
     /// `1 - ||X - model|| / ||X||` after each iteration.
     #[getter]
     fn fit_history(&self) -> Vec<f64> {
@@ -121,31 +96,15 @@ impl CpResult {
         Ok(list)
     }
 
-    /// The same model as a `tensorly.cp_tensor.CPTensor` (needs tensorly).
-    fn to_tensorly<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.pair.to_tensorly(py)
-    }
-
-    fn __len__(&self) -> usize {
-        2
-    }
-
-    fn __getitem__(&self, py: Python<'_>, index: isize) -> PyResult<Py<PyAny>> {
-        self.pair.get(py, index, "CPResult")
-    }
-
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.pair.iter(py)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn __repr__(slf: &Bound<'_, Self>) -> String {
+        let (me, pair) = (slf.get(), slf.as_super().get());
         format!(
             "CPResult(rank={}, shape={}, n_iter={}, fit={:.6}, converged={})",
-            self.rank(py),
-            self.pair.shape_text(),
-            self.n_iter(),
-            self.fit(),
-            if self.converged { "True" } else { "False" }
+            pair.rank(slf.py()),
+            pair.shape_text(),
+            me.n_iter(),
+            me.fit(),
+            if me.converged { "True" } else { "False" }
         )
     }
 }
@@ -245,8 +204,8 @@ pub(crate) fn count_arg(name: &str, v: i64) -> PyResult<usize> {
     verbose=false, sync="auto", kernel="auto"
 ))]
 #[allow(clippy::too_many_arguments)]
-pub fn cp_als(
-    py: Python<'_>,
+pub fn cp_als<'py>(
+    py: Python<'py>,
     tensor: &SparseTensor,
     rank: i64,
     n_iter_max: i64,
@@ -257,7 +216,7 @@ pub fn cp_als(
     verbose: bool,
     sync: &str,
     kernel: &str,
-) -> PyResult<CpResult> {
+) -> PyResult<Bound<'py, CpResult>> {
     let t = &tensor.t;
     let rank = count_arg("rank", rank)?;
     let max_iters = count_arg("n_iter_max", n_iter_max)?;
@@ -290,12 +249,13 @@ pub fn cp_als(
         norm_x_sq,
         ..
     } = model;
-    Ok(CpResult {
-        pair: CpPair::new(py, lambda, factors, t.dims())?,
+    let pair = CpPair::new(py, lambda, factors, t.dims())?;
+    let result = CpResult {
         history,
         converged,
         norm_x: norm_x_sq.sqrt(),
-    })
+    };
+    Bound::new(py, (result, pair))
 }
 
 /// A seed for `random_state=None`: different on every call, as NumPy's fresh entropy.

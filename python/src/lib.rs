@@ -141,6 +141,7 @@ pub(crate) fn panic_err(payload: Box<dyn std::any::Any + Send>) -> PyErr {
 fn alto_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<tensor::SparseTensor>()?;
+    m.add_class::<pair::CpPair>()?;
     m.add_class::<cpd::CpResult>()?;
     m.add_class::<apr::AprResult>()?;
     m.add_function(wrap_pyfunction!(tensor::read_tns, m)?)?;

@@ -1,7 +1,6 @@
 //! The `(weights, factors)` pair both fitted models are (`CPResult` of `cp_als`, `APRResult` of
-//! `cp_apr`): the NumPy arrays, and the unpacking, indexing and iteration that let TensorLy
-//! take either as a CP tensor. Each result class holds a [`CpPair`] and forwards its Python
-//! methods here.
+//! `cp_apr`): the base class `CPTensorResult` of both, with the NumPy arrays and the
+//! unpacking, indexing and iteration that let TensorLy take either as a CP tensor.
 
 use crate::arrays::matrix_to_numpy;
 use alto::Matrix;
@@ -10,9 +9,14 @@ use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-/// A CP model's weights `(R,)` and factors `(I_n, R)` as float64 NumPy arrays (the library's
-/// buffers, not copied), with the dims of the tensor it models.
-pub(crate) struct CpPair {
+/// A fitted CP model, the pair `(weights, factors)`: `weights, factors = result` unpacks it,
+/// `result[0]` and `result[1]` index it, and TensorLy functions that take a CP tensor
+/// (`tensorly.cp_to_tensor(result)`, `tensorly.cp_tensor.CPTensor(result)`) accept it as it is.
+///
+/// The base class of `CPResult` and `APRResult`, which add how the fit went (and say how the
+/// factors' columns are normalized); not made directly.
+#[pyclass(module = "alto", name = "CPTensorResult", subclass, frozen)]
+pub struct CpPair {
     weights: Py<PyArray1<f64>>,
     factors: Vec<Py<PyArray2<f64>>>,
     shape: Vec<u64>,
@@ -36,50 +40,68 @@ impl CpPair {
         })
     }
 
-    pub(crate) fn weights(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
-        self.weights.clone_ref(py)
-    }
-
-    pub(crate) fn factors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, self.factors.iter().map(|f| f.clone_ref(py)))
-    }
-
-    pub(crate) fn rank(&self, py: Python<'_>) -> usize {
-        self.weights.bind(py).len().unwrap_or(0)
-    }
-
-    pub(crate) fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, &self.shape)
-    }
-
     /// `(3, 4, 5)` for a repr.
     pub(crate) fn shape_text(&self) -> String {
         let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
         format!("({})", dims.join(", "))
     }
+}
+
+#[pymethods]
+impl CpPair {
+    /// The component weights lambda, float64 `(R,)`.
+    #[getter]
+    pub(crate) fn weights(&self, py: Python<'_>) -> Py<PyArray1<f64>> {
+        self.weights.clone_ref(py)
+    }
+
+    /// The factor matrices, float64 `(I_n, R)` each (normalized as the class says).
+    #[getter]
+    fn factors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.factors.iter().map(|f| f.clone_ref(py)))
+    }
+
+    /// The rank R.
+    #[getter]
+    pub(crate) fn rank(&self, py: Python<'_>) -> usize {
+        self.weights.bind(py).len().unwrap_or(0)
+    }
+
+    /// The dims of the decomposed tensor.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
 
     /// The same model as a `tensorly.cp_tensor.CPTensor` (needs tensorly).
-    pub(crate) fn to_tensorly<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn to_tensorly<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let pair = (self.weights(py), self.factors(py)?);
         py.import("tensorly.cp_tensor")?
             .getattr("CPTensor")?
             .call1((pair,))
     }
 
-    /// `pair[index]`: 0 (or -2) the weights, 1 (or -1) the factors; `class` names the result
-    /// class in the error.
-    pub(crate) fn get(&self, py: Python<'_>, index: isize, class: &str) -> PyResult<Py<PyAny>> {
+    fn __len__(&self) -> usize {
+        2
+    }
+
+    /// `pair[index]`: 0 (or -2) the weights, 1 (or -1) the factors; the error names the
+    /// class of `slf` (`CPResult`, `APRResult`).
+    fn __getitem__(slf: &Bound<'_, Self>, index: isize) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let pair = slf.get();
         match index {
-            0 | -2 => Ok(self.weights(py).into_any()),
-            1 | -1 => Ok(self.factors(py)?.into_any().unbind()),
+            0 | -2 => Ok(pair.weights(py).into_any()),
+            1 | -1 => Ok(pair.factors(py)?.into_any().unbind()),
             _ => Err(PyIndexError::new_err(format!(
-                "{class} index {index} out of range: 0 is the weights, 1 the factors"
+                "{} index {index} out of range: 0 is the weights, 1 the factors",
+                slf.get_type().name()?
             ))),
         }
     }
 
     /// An iterator over `(weights, factors)`, so that `weights, factors = result` unpacks.
-    pub(crate) fn iter<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let pair = PyTuple::new(
             py,
             [

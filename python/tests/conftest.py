@@ -1,10 +1,16 @@
 """Shared helpers of the alto Python tests: the dense and einsum oracles and the real tensors."""
 
 import importlib.util
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import alto
 
 # The repository's sibling folder, as the Rust tests find it: `../shared/data/real`.
 REPO = Path(__file__).resolve().parents[2]
@@ -66,3 +72,23 @@ def model_fit(x_indices, x_values, weights, factors):
     norm_m = weights @ gram @ weights
     norm_x = x_values @ x_values
     return 1.0 - np.sqrt(max(norm_x - 2.0 * inner + norm_m, 0.0)) / np.sqrt(norm_x)
+
+
+# Ctrl-C reaches Python's handler on the main thread only.
+on_main_thread = pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(), reason="signals"
+)
+
+
+def assert_ctrl_c_interrupts(fit):
+    """`fit` on a 200k-nonzero tensor that would run a million iterations: a SIGINT half a
+    second in raises `KeyboardInterrupt` between iterations, well within 30 s. `fit(t, rank,
+    **kw)` is `alto.cp_als` or `alto.cp_apr`."""
+    t = alto.gen("uniform", 200_000, dims=[300, 400, 500], seed=1)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        fit(t, 16, n_iter_max=1_000_000, tol=0, random_state=0)
+    timer.join()
+    assert time.perf_counter() - start < 30

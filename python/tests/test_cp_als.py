@@ -2,8 +2,6 @@
 and from the same number of iterations alto fits at least as well as
 `tensorly.decomposition.parafac` (best of 3 seeds each, within FIT_TOL)."""
 
-import os
-import signal
 import threading
 import time
 
@@ -11,7 +9,7 @@ import numpy as np
 import pytest
 
 import alto
-from conftest import dense_of, model_fit, real_tensor
+from conftest import assert_ctrl_c_interrupts, dense_of, model_fit, on_main_thread, real_tensor
 
 tl = pytest.importorskip("tensorly")
 from tensorly.decomposition import parafac  # noqa: E402
@@ -131,13 +129,6 @@ def test_gil_is_released():
     assert ticks > 3 * iters, (ticks, elapsed_ms)
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
+@on_main_thread
 def test_ctrl_c_interrupts_between_iterations():
-    t = alto.gen("uniform", 200_000, dims=[300, 400, 500], seed=1)
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    start = time.perf_counter()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        alto.cp_als(t, 16, n_iter_max=1_000_000, tol=0, random_state=0)
-    timer.join()
-    assert time.perf_counter() - start < 30
+    assert_ctrl_c_interrupts(alto.cp_als)

@@ -2,17 +2,13 @@
 reference `tests/apr_reference.py` from the same initial factors (to 1e-8 relative, for every
 Phi kernel), it never decreases, the result is a TensorLy CP tensor, and bad input raises."""
 
-import os
 import re
-import signal
-import threading
-import time
 
 import numpy as np
 import pytest
 
 import alto
-from conftest import REPO, apr_reference, real_tensor
+from conftest import REPO, apr_reference, assert_ctrl_c_interrupts, on_main_thread, real_tensor
 
 DIMS = (24, 18, 12)
 RANK = 3
@@ -222,13 +218,6 @@ def test_converges_and_verbose(capsys):
     assert not capped.converged and capped.n_iter == 3
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals")
+@on_main_thread
 def test_ctrl_c_interrupts_between_iterations():
-    t = alto.gen("uniform", 200_000, dims=[300, 400, 500], seed=1)
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    start = time.perf_counter()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        alto.cp_apr(t, 16, n_iter_max=1_000_000, tol=0, random_state=0)
-    timer.join()
-    assert time.perf_counter() - start < 30
+    assert_ctrl_c_interrupts(alto.cp_apr)
