@@ -4,7 +4,7 @@
 //!
 //! The shape follows where the time goes when the pairs do not fit in cache: one histogram
 //! read and one scatter touch the whole array. The scatter is on the top 8-12 bits, chosen so
-//! the average bucket fits in L2 and few bits remain below; buckets then finish in parallel
+//! the average bucket fits in L1 and few bits remain below; buckets then finish in parallel
 //! while cache resident, against a per-worker scratch buffer that stays hot: balanced-digit
 //! LSD passes when at most 24 bits remain, one more MSD digit (then insertion sort) when more
 //! do. (Advising the scatter's fresh destination onto transparent huge pages was measured and
@@ -21,12 +21,9 @@ use std::ops::Range;
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
 const PARALLEL_MIN: usize = 1 << 16;
 /// The top digit gets enough bits (within [`TOP_BITS_MIN`]..=[`TOP_BITS_MAX`]) that the average
-/// bucket holds at most this many pairs (96-128 KiB with its scratch: L2), and that at most
-/// [`LSD_MAX_BITS`] remain below it where the cap allows. Fewer, L2-sized buckets beat
-/// L1-sized ones (2048 pairs): the scatter's destinations, two arrays per bucket, stay within
-/// the TLB's reach, and the in-cache passes are as many (skewed 3-D, 2M pairs of 32-bit keys:
-/// first build in a process 58.5 -> 53.8 ms at 1 thread, 33.4 -> 31.9 ms at 2).
-const BUCKET_TARGET: usize = 8192;
+/// bucket holds at most this many pairs (32 KiB of 16-byte pairs: L1 with its scratch), and
+/// that at most [`LSD_MAX_BITS`] remain below it where the cap allows.
+const BUCKET_TARGET: usize = 2048;
 const TOP_BITS_MIN: u32 = 8;
 /// More buckets than this and the scatter's write frontier no longer fits in L2.
 const TOP_BITS_MAX: u32 = 12;
