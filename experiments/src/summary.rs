@@ -202,6 +202,24 @@ struct StudyMetric {
     value: fn(&[csv::StringRecord], &csv::StringRecord, &str) -> Option<f64>,
 }
 
+/// Column `column` of the figure-CSV row of `tensor` and `format` (a figure with one row per
+/// tensor and format, as figures 11 and 12 write).
+fn format_value(
+    rows: &[csv::StringRecord],
+    header: &csv::StringRecord,
+    tensor: &str,
+    format: &str,
+    column: &str,
+) -> Option<f64> {
+    let fcol = header.iter().position(|h| h == "format")?;
+    let col = header.iter().position(|h| h == column)?;
+    rows.iter()
+        .find(|r| r.get(0) == Some(tensor) && r.get(fcol) == Some(format))?
+        .get(col)?
+        .parse()
+        .ok()
+}
+
 /// `reports/gap/scale<S>` for the scales the study runs.
 const STUDY_SCALES: [u32; 2] = [4, 16];
 
@@ -227,15 +245,7 @@ fn scale_study(out: &mut String, ctx: &Ctx) -> Result<()> {
             figure: "fig11",
             what: "storage of CSF (one tree per mode) over ALTO's, full footprints",
             value: |rows, header, tensor| {
-                let fcol = header.iter().position(|h| h == "format")?;
-                let scol = header.iter().position(|h| h == "storage_bytes")?;
-                let bytes = |f: &str| -> Option<f64> {
-                    rows.iter()
-                        .find(|r| r.get(0) == Some(tensor) && r.get(fcol) == Some(f))?
-                        .get(scol)?
-                        .parse()
-                        .ok()
-                };
+                let bytes = |f: &str| format_value(rows, header, tensor, f, "storage_bytes");
                 let alto = bytes("ALTO")?;
                 (alto > 0.0).then(|| bytes("CSF").map(|c| c / alto))?
             },
@@ -244,15 +254,7 @@ fn scale_study(out: &mut String, ctx: &Ctx) -> Result<()> {
             figure: "fig12",
             what: "construction speedup of ALTO over the faster HiCOO",
             value: |rows, header, tensor| {
-                let fcol = header.iter().position(|h| h == "format")?;
-                let bcol = header.iter().position(|h| h == "build_s")?;
-                let build = |f: &str| -> Option<f64> {
-                    rows.iter()
-                        .find(|r| r.get(0) == Some(tensor) && r.get(fcol) == Some(f))?
-                        .get(bcol)?
-                        .parse()
-                        .ok()
-                };
+                let build = |f: &str| format_value(rows, header, tensor, f, "build_s");
                 let hicoo = [build("HiCOO-SB10"), build("HiCOO-SB14")]
                     .into_iter()
                     .flatten()

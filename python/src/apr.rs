@@ -4,7 +4,7 @@
 
 use crate::cpd::{count_arg, initial, run_interruptibly, seed_of};
 use crate::pair::CpPair;
-use crate::tensor::{check_plan, dispatch_env, SparseTensor};
+use crate::tensor::{check_plan, dispatch_env, kernel_err, sync_choice, SparseTensor};
 use crate::{pool, py_err, thread_count};
 use alto::cpd::apr::{
     check_counts, cp_apr_observed, validate, AprIterStats, AprModel, AprOptions, PhiKind,
@@ -12,7 +12,6 @@ use alto::cpd::apr::{
     DEFAULT_KAPPA, DEFAULT_KAPPA_TOL,
 };
 use alto::cpd::initial_factors;
-use alto::mttkrp::SyncChoice;
 use alto::{AltoError, Matrix};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -250,14 +249,8 @@ pub fn cp_apr<'py>(
 /// `alto cpd --model apr` decides it: `auto`, `fused`, `cached` or an MTTKRP kernel, checked
 /// for `rank` on this CPU.
 fn phi_options(sync: &str, kernel: &str, rank: usize) -> PyResult<PhiOptions> {
-    let sync: SyncChoice = sync
-        .parse()
-        .map_err(|e: String| PyValueError::new_err(format!("sync: {e}")))?;
+    let sync = sync_choice(sync)?;
     let dispatch = dispatch_env()?;
-    let kernel_err = |e: AltoError| match e {
-        AltoError::InvalidArgument(m) => PyValueError::new_err(format!("kernel: {m}")),
-        other => py_err(other),
-    };
     let kind = match PhiKind::parse(kernel).map_err(kernel_err)? {
         PhiKind::Mttkrp(k) => {
             let k = dispatch.kernel(k);

@@ -63,9 +63,7 @@ pub(crate) fn dispatch_env() -> PyResult<DispatchOptions> {
 /// MTTKRP options from the `sync` and `kernel` keywords (and the environment), checked for
 /// `rank` on this CPU.
 pub(crate) fn mttkrp_options(sync: &str, kernel: &str, rank: usize) -> PyResult<MttkrpOptions> {
-    let sync: SyncChoice = sync
-        .parse()
-        .map_err(|e: String| PyValueError::new_err(format!("sync: {e}")))?;
+    let sync = sync_choice(sync)?;
     let dispatch = dispatch_env()?;
     let choice = KernelChoice::parse(kernel).map_err(kernel_err)?;
     let kernel = dispatch.kernel(choice);
@@ -78,7 +76,14 @@ pub(crate) fn mttkrp_options(sync: &str, kernel: &str, rank: usize) -> PyResult<
     })
 }
 
-fn kernel_err(e: AltoError) -> PyErr {
+/// The `sync` keyword (`auto`, `pull`, `atomic`, `flagged`, ...), its error naming it.
+pub(crate) fn sync_choice(sync: &str) -> PyResult<SyncChoice> {
+    sync.parse()
+        .map_err(|e: String| PyValueError::new_err(format!("sync: {e}")))
+}
+
+/// A library error about the `kernel` keyword as the `ValueError` naming it.
+pub(crate) fn kernel_err(e: AltoError) -> PyErr {
     match e {
         AltoError::InvalidArgument(m) => PyValueError::new_err(format!("kernel: {m}")),
         other => py_err(other),

@@ -229,9 +229,7 @@ pub fn fig11(data: &[TensorData], ctx: &Ctx, paper_tensors: &[&str]) -> Gap {
             leaf_pn / alto_pn
         ));
         let word = |bits: u32| IndexWidth::for_bits(bits).map(IndexWidth::bytes).ok();
-        let paper = alto::gen::PRESETS
-            .iter()
-            .find(|p| p.name == td.info.name)
+        let paper = alto::gen::find_preset(&td.info.name)
             .map(|p| p.dims.iter().map(|&d| bits_for_dim(d)).sum::<u32>());
         if let (Some(paper_bits), Some(here)) = (paper, word(td.info.index_bits)) {
             if let Some(there) = word(paper_bits).filter(|&w| w != here) {
