@@ -29,7 +29,7 @@ pub use decode::{
     Bmi2, Decode, HwBits, ModeDecode, PextDecoder, PextMode, RunsDecoder, RunsMode, MAX_ORDER,
 };
 pub use index::AltoIndex;
-pub use isa::{Avx2Fma, Avx512, CpuIdentity, Fma, Scalar};
+pub use isa::{Avx2Fma, Avx512, Bmi2Body, CpuIdentity, Fma, Scalar};
 pub use mttkrp::{
     default_decode_kind, run_segment, AnyDecoder, DecodeKind, Isa, KernelError, KernelId, RankSpec,
     SegmentInput, DEFAULT_PREFETCH, SPECIALIZED_RANKS,

@@ -6,13 +6,14 @@ pub use super::build_memory::{
     estimate_flag_scratch_bytes,
 };
 pub use super::flags::{dense_row_table, DENSE_ROWS_PER_NONZERO};
+use super::intervals::widen_intervals;
 use super::layout::{IndexWidth, Layout};
 use super::sort::{comparison_sort_pairs, radix_sort_merged, PairSource};
 pub(crate) use super::stored::StoredParts;
 use crate::coo::CooTensor;
 use crate::error::{AltoError, Result};
 use crate::memory::MemoryLimit;
-use alto_kernels::{AnyDecoder, DecodeKind, HwBits, PextDecoder};
+use alto_kernels::{AnyDecoder, Bmi2Body, DecodeKind, HwBits, PextDecoder};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -285,47 +286,13 @@ impl<I: HwBits> AltoTensor<I> {
     }
 }
 
-/// Runs `f` compiled with BMI2 enabled when `decoder` decodes with `pext`, so the `pext`s it
-/// reaches inline (see [`alto_kernels::Bmi2::run`]); plainly otherwise.
+/// Runs `body` compiled with BMI2 enabled when `decoder` decodes with `pext` (so its `pext`s
+/// inline whatever the loop's size, see [`Bmi2Body`]); plainly otherwise.
 #[inline(always)]
-pub(super) fn with_decoder_isa<I: HwBits, R>(decoder: &AnyDecoder<I>, f: impl FnOnce() -> R) -> R {
+pub(super) fn run_decoding<I: HwBits, B: Bmi2Body>(decoder: &AnyDecoder<I>, body: B) -> B::Output {
     match decoder {
-        AnyDecoder::Pext(d) => d.token().run(f),
-        AnyDecoder::Runs(_) => f(),
-    }
-}
-
-/// Widens the per-mode closed intervals `iv` (empty while `lo > hi`) to cover `segment`.
-///
-/// Extracting a mode's coordinate keeps the order of its masked bits (`pext` packs them without
-/// reordering), so the smallest and largest coordinates are those of the smallest and largest
-/// `x & mask`: one vectorizable min/max pass per mode, then two decodes, instead of a decode
-/// per nonzero and mode.
-#[inline(always)]
-fn widen_intervals<I: HwBits>(
-    iv: &mut [(u64, u64)],
-    segment: &[I],
-    masks: &[I],
-    decoder: &AnyDecoder<I>,
-) {
-    if segment.is_empty() {
-        return;
-    }
-    for (mode, (lo, hi)) in iv.iter_mut().enumerate() {
-        let mask = masks[mode];
-        let (mut min, mut max) = (segment[0].and(mask), segment[0].and(mask));
-        for &x in segment {
-            let m = x.and(mask);
-            min = min.min(m);
-            max = max.max(m);
-        }
-        let (a, b) = (decoder.coord(min, mode), decoder.coord(max, mode));
-        if *lo > *hi {
-            (*lo, *hi) = (a, b);
-        } else {
-            *lo = (*lo).min(a);
-            *hi = (*hi).max(b);
-        }
+        AnyDecoder::Pext(d) => d.token().run_body(body),
+        AnyDecoder::Runs(_) => body.call(),
     }
 }
 

@@ -18,30 +18,36 @@ pub fn estimate_build_bytes(nnz: usize, width: IndexWidth) -> u64 {
     (nnz as u64).saturating_mul(pair + 2 * width.bytes() as u64 + 8)
 }
 
-/// Peak bytes of the shared-row scratch of one flagged mode (see `shared_rows`): the table
-/// and the segments' bitmaps, or the segments' row lists.
+/// Peak bytes of the shared-row scratch of one flagged mode (see `flag_rules`): the counts, the
+/// table and the segments' bitmaps, or the segments' row lists.
 pub fn estimate_flag_scratch_bytes(dim: u64, nnz: u64, partitions: u64) -> u64 {
     if dense_row_table(dim, nnz, DENSE_ROWS_PER_NONZERO) {
-        // u8 counts + (interval / 64 + 1) words per segment, each interval at most `dim`.
-        dim.saturating_add(partitions.saturating_mul(dim / 8 + 8))
+        // u8 counts and a bool table + (interval / 64 + 1) words per segment, each interval
+        // at most `dim`, or a byte per row where the interval is shorter than the segment (at
+        // most one per nonzero over all segments).
+        dim.saturating_mul(2)
+            .saturating_add(partitions.saturating_mul(dim / 8 + 8))
+            .saturating_add(nnz)
     } else {
         nnz.saturating_mul(16) // the rows before and after the parallel sort
     }
 }
 
-/// Everything building allocates beyond the input: pairs and final arrays, the largest mode's
-/// flag scratch.
+/// Everything building allocates beyond the input: pairs and final arrays, and the flag
+/// scratch (every table mode's, plus the largest list mode's).
 pub fn build_memory_plan(
     nnz: usize,
     dims: &[u64],
     width: IndexWidth,
     partitions: usize,
 ) -> MemoryPlan {
-    let flags = dims
-        .iter()
-        .map(|&d| estimate_flag_scratch_bytes(d, nnz as u64, partitions as u64))
-        .max()
-        .unwrap_or(0);
+    // Every table mode's scratch is alive at once (one marking pass serves them all); the
+    // list modes run one after another.
+    let scratch = |&d: &u64| estimate_flag_scratch_bytes(d, nnz as u64, partitions as u64);
+    let is_table = |d: &&u64| dense_row_table(**d, nnz as u64, DENSE_ROWS_PER_NONZERO);
+    let tables: u64 = dims.iter().filter(is_table).map(scratch).sum();
+    let largest_list = dims.iter().filter(|d| !is_table(d)).map(scratch).max();
+    let flags = tables.saturating_add(largest_list.unwrap_or(0));
     let mut plan = MemoryPlan::new();
     plan.add(
         format!("building {nnz} nonzeros"),

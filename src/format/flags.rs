@@ -2,22 +2,25 @@
 //! shared between segments, and the check that a stored tensor's flags are exactly those. The
 //! flagged MTTKRP writes unflagged rows without atomics, so exact flags are a soundness
 //! invariant, not a hint.
+//!
+//! Building flags reads the index array twice whatever the order: one pass per segment marks
+//! the rows it touches in every flagged mode at once, and one pass sets every mode's flag on
+//! each nonzero (a mode whose shared rows are a whole interval is tested on its masked bits,
+//! without decoding).
 
-use super::alto::{fiber_reuse, with_decoder_isa, AltoTensor};
-use alto_kernels::{AnyDecoder, HwBits};
+use super::alto::{fiber_reuse, run_decoding, AltoTensor};
+use alto_kernels::{AnyDecoder, Bmi2Body, Decode, HwBits, ModeDecode};
 use rayon::prelude::*;
+
+/// Nonzeros per parallel task of the flag passes.
+const FLAG_CHUNK: usize = 1 << 14;
 
 impl<I: HwBits> AltoTensor<I> {
     /// Assigns spare bits above `B` as boundary flags, limited-reuse modes first (lowest reuse
     /// first), then the others while bits remain, and sets each nonzero's flags.
     pub(super) fn set_flags(&mut self, decoder: &AnyDecoder<I>) {
+        let had_flags = self.flag_bits.iter().any(Option::is_some);
         let b = self.layout.total_bits();
-        let value_mask = I::from_u128(if b == 128 {
-            u128::MAX
-        } else {
-            (1u128 << b) - 1
-        });
-        self.idx.par_iter_mut().for_each(|x| *x = x.and(value_mask));
         let order = self.order();
         let nnz = self.nnz() as u64;
         let mut modes: Vec<usize> = (0..order).collect();
@@ -29,87 +32,142 @@ impl<I: HwBits> AltoTensor<I> {
         for (k, &m) in modes.iter().enumerate().take(spare as usize) {
             self.flag_bits[m] = Some(b + k as u32);
         }
-        for mode in 0..order {
-            let Some(bit) = self.flag_bits[mode] else {
-                continue;
-            };
-            let shared = self.shared_rows(decoder, mode);
-            if shared.is_empty() {
-                continue; // no row to flag (one segment, or segments apart in this mode)
-            }
-            let flag = I::from_u128(1u128 << bit);
-            self.idx.par_chunks_mut(1 << 14).for_each(|chunk| {
-                with_decoder_isa(decoder, || set_flag(chunk, decoder, mode, &shared, flag))
-            });
+        let mut rules = self.flag_rules(decoder);
+        rules.retain(|r| !matches!(r.shared, SharedRows::None));
+        if rules.is_empty() && !had_flags {
+            return; // the sort leaves the bits above `B` clear: nothing to set or clear
         }
+        let value_mask = I::from_u128(if b == 128 {
+            u128::MAX
+        } else {
+            (1u128 << b) - 1
+        });
+        self.idx.par_chunks_mut(FLAG_CHUNK).for_each(|chunk| {
+            let body = SetFlags {
+                chunk,
+                value_mask,
+                rules: &rules,
+                decoder,
+            };
+            run_decoding(decoder, body)
+        });
     }
 
-    /// The rows of `mode` touched by more than one segment. Scratch stays O(nnz) whatever the
-    /// dim: a row-indexed table where the dim is within [`DENSE_ROWS_PER_NONZERO`] of the
-    /// nonzero count, else the sorted list of shared rows.
+    /// One rule per flagged mode: its flag and the rows it goes on (the rows of that mode
+    /// touched by more than one segment). Scratch stays O(nnz) whatever the dims: a row-indexed
+    /// table where a mode's dim is within [`DENSE_ROWS_PER_NONZERO`] of the nonzero count, else
+    /// the sorted list of shared rows.
     ///
     /// Only rows inside two or more segments' intervals can be shared ([`overlap_bounds`]):
-    /// with one segment, or segments whose intervals in this mode are apart, there is nothing
-    /// to look for, and elsewhere only that window's rows are counted.
-    fn shared_rows(&self, decoder: &AnyDecoder<I>, mode: usize) -> SharedRows {
-        let intervals: Vec<Option<(u64, u64)>> = (0..self.num_partitions())
-            .map(|p| self.interval(p, mode))
-            .collect();
-        let Some(window) = overlap_bounds(&intervals) else {
-            return SharedRows::None;
-        };
-        if dense_row_table(
-            window.1 - window.0 + 1,
-            self.nnz() as u64,
-            DENSE_ROWS_PER_NONZERO,
-        ) {
-            SharedRows::Dense {
-                first: window.0,
-                table: self.shared_rows_dense(decoder, mode, window),
-            }
-        } else {
-            SharedRows::Sparse(self.shared_rows_sparse(decoder, mode))
+    /// with one segment, or segments whose intervals in a mode are apart, there is nothing to
+    /// look for, and elsewhere only that window's rows are counted. Every table mode is marked
+    /// in the same pass over each segment.
+    fn flag_rules(&self, decoder: &AnyDecoder<I>) -> Vec<FlagRule<I>> {
+        let mut rules = Vec::new();
+        let mut dense: Vec<(usize, (u64, u64))> = Vec::new(); // (rule, window)
+        for (mode, bit) in self.flag_bits.iter().enumerate() {
+            let Some(bit) = *bit else { continue };
+            let intervals: Vec<Option<(u64, u64)>> = (0..self.num_partitions())
+                .map(|p| self.interval(p, mode))
+                .collect();
+            let window = overlap_bounds(&intervals);
+            let shared = match window {
+                None => SharedRows::None,
+                Some(w)
+                    if dense_row_table(
+                        w.1 - w.0 + 1,
+                        self.nnz() as u64,
+                        DENSE_ROWS_PER_NONZERO,
+                    ) =>
+                {
+                    dense.push((rules.len(), w));
+                    SharedRows::None // filled in below
+                }
+                Some(_) => SharedRows::Sparse(self.shared_rows_sparse(decoder, mode)),
+            };
+            rules.push(FlagRule {
+                mode,
+                mask: self.masks[mode],
+                flag: I::from_u128(1u128 << bit),
+                shared,
+            });
         }
+        if dense.is_empty() {
+            return rules;
+        }
+        let marks = self.mark_touched_rows(decoder, &dense, &rules);
+        for (k, &(r, window)) in dense.iter().enumerate() {
+            let mut count = vec![0u8; (window.1 - window.0 + 1) as usize];
+            for segment_marks in &marks {
+                let Some(m) = &segment_marks[k] else { continue };
+                let base = (m.lo - window.0) as usize;
+                match &m.touched {
+                    Touched::Bytes(bytes) => {
+                        for (c, &t) in count[base..].iter_mut().zip(bytes) {
+                            *c = c.saturating_add(t);
+                        }
+                    }
+                    Touched::Bits(bits) => {
+                        for (w, &word) in bits.iter().enumerate() {
+                            let mut word = word;
+                            while word != 0 {
+                                let row = base + w * 64 + word.trailing_zeros() as usize;
+                                count[row] = count[row].saturating_add(1);
+                                word &= word - 1;
+                            }
+                        }
+                    }
+                }
+            }
+            rules[r].shared = SharedRows::from_counts(window.0, &count, rules[r].mask);
+        }
+        rules
     }
 
-    /// Each segment marks the rows it touches in a bitmap over its own interval (in parallel);
-    /// a row is shared when two or more bitmaps mark it.
-    /// Only rows of `window` (which holds every row that can be shared) are marked and counted;
-    /// the table is indexed by row minus `window.0`.
-    fn shared_rows_dense(
+    /// For each segment, in parallel, the rows it touches in each `dense` mode's window (over
+    /// its interval within the window, or `None` when they do not meet), all modes marked in
+    /// one read of the segment. A range no longer than the segment is marked a byte per row
+    /// (nonzeros then often repeat rows, and setting bits of the same few words would chain
+    /// every store behind the last); a longer one a bit per row.
+    fn mark_touched_rows(
         &self,
         decoder: &AnyDecoder<I>,
-        mode: usize,
-        window: (u64, u64),
-    ) -> Vec<bool> {
-        let touched: Vec<Option<(u64, Vec<u64>)>> = (0..self.num_partitions())
+        dense: &[(usize, (u64, u64))],
+        rules: &[FlagRule<I>],
+    ) -> Vec<Vec<Option<RowMarks>>> {
+        (0..self.num_partitions())
             .into_par_iter()
             .map(|p| {
-                let (lo, hi) = self.interval(p, mode)?;
-                let (lo, hi) = (lo.max(window.0), hi.min(window.1));
-                if lo > hi {
-                    return None;
-                }
-                let mut bits = vec![0u64; ((hi - lo) / 64 + 1) as usize];
                 let segment = &self.idx[self.partition_range(p)];
-                with_decoder_isa(decoder, || {
-                    mark_rows(&mut bits, segment, decoder, mode, (lo, hi))
-                });
-                Some((lo, bits))
+                let mut marks: Vec<Option<RowMarks>> = dense
+                    .iter()
+                    .map(|&(r, window)| {
+                        let mode = rules[r].mode;
+                        let (lo, hi) = self.interval(p, mode)?;
+                        let (lo, hi) = (lo.max(window.0), hi.min(window.1));
+                        let span = hi.checked_sub(lo)?;
+                        let touched = if span < segment.len() as u64 {
+                            Touched::Bytes(vec![0u8; span as usize + 1])
+                        } else {
+                            Touched::Bits(vec![0u64; (span / 64 + 1) as usize])
+                        };
+                        Some(RowMarks {
+                            mode,
+                            lo,
+                            span,
+                            touched,
+                        })
+                    })
+                    .collect();
+                let body = MarkRows {
+                    marks: marks.iter_mut().flatten().collect(),
+                    segment,
+                    decoder,
+                };
+                run_decoding(decoder, body);
+                marks
             })
-            .collect();
-        let mut count = vec![0u8; (window.1 - window.0 + 1) as usize];
-        for (lo, bits) in touched.iter().flatten() {
-            for (w, &word) in bits.iter().enumerate() {
-                let mut word = word;
-                while word != 0 {
-                    let row = (*lo - window.0) as usize + w * 64 + word.trailing_zeros() as usize;
-                    count[row] = count[row].saturating_add(1);
-                    word &= word - 1;
-                }
-            }
-        }
-        count.into_iter().map(|c| c > 1).collect()
+            .collect()
     }
 
     /// Each segment's distinct rows (sorted, in parallel), then the rows that occur in two or
@@ -171,18 +229,21 @@ impl<I: HwBits> AltoTensor<I> {
             }
             used |= 1u128 << bit;
         }
-        for (mode, bit) in self.flag_bits.iter().enumerate() {
-            let Some(bit) = *bit else { continue };
-            let shared = self.shared_rows(&decoder, mode);
-            let flag = I::from_u128(1u128 << bit);
-            let wrong = self.idx.par_chunks(1 << 14).any(|chunk| {
-                chunk
-                    .iter()
-                    .any(|&x| x.intersects(flag) != shared.contains(decoder.coord(x, mode)))
+        let rules = self.flag_rules(&decoder);
+        for rule in &rules {
+            let one = std::slice::from_ref(rule);
+            let wrong = self.idx.par_chunks(FLAG_CHUNK).any(|chunk| {
+                let body = FlagsDiffer {
+                    chunk,
+                    rules: one,
+                    decoder: &decoder,
+                };
+                run_decoding(&decoder, body)
             });
             if wrong {
                 return Err(format!(
-                    "mode {mode} boundary flags do not match the rows shared between segments"
+                    "mode {} boundary flags do not match the rows shared between segments",
+                    rule.mode
                 ));
             }
         }
@@ -217,111 +278,251 @@ pub fn overlap_bounds(intervals: &[Option<(u64, u64)>]) -> Option<(u64, u64)> {
     bounds
 }
 
+/// One flagged mode: its flag bit (as an index word) goes on the nonzeros whose row is in
+/// `shared`.
+struct FlagRule<I> {
+    mode: usize,
+    /// The mode's coordinate bits.
+    mask: I,
+    flag: I,
+    shared: SharedRows<I>,
+}
+
 /// Rows of one mode touched by more than one segment.
-enum SharedRows {
-    /// No row can be shared.
+enum SharedRows<I> {
+    /// No row is shared.
     None,
+    /// Every row of one interval, and no other: tested on the nonzero's masked bits (`lo` and
+    /// `hi` are the interval's ends deposited into the mode's mask), whose order is the rows'
+    /// order, so nothing is decoded.
+    Interval { lo: I, hi: I },
     /// Indexed by row minus `first`; rows outside the table are not shared.
     Dense { first: u64, table: Vec<bool> },
     /// The shared rows, sorted.
     Sparse(Vec<u64>),
 }
 
-impl SharedRows {
-    fn is_empty(&self) -> bool {
-        match self {
-            SharedRows::None => true,
-            SharedRows::Dense { table, .. } => !table.contains(&true),
-            SharedRows::Sparse(rows) => rows.is_empty(),
+impl<I: HwBits> SharedRows<I> {
+    /// The rows from `first` whose `count` (segments touching them) is two or more, in the
+    /// cheapest form to test.
+    fn from_counts(first: u64, count: &[u8], mask: I) -> Self {
+        let Some(a) = count.iter().position(|&c| c > 1) else {
+            return SharedRows::None;
+        };
+        let b = count.iter().rposition(|&c| c > 1).unwrap_or(a);
+        let run = &count[a..=b];
+        if run.iter().all(|&c| c > 1) {
+            let (lo, hi) = (first + a as u64, first + b as u64);
+            return SharedRows::Interval {
+                lo: I::pdep_soft(lo, mask),
+                hi: I::pdep_soft(hi, mask),
+            };
         }
-    }
-
-    #[inline(always)]
-    fn contains(&self, row: u64) -> bool {
-        match self {
-            SharedRows::None => false,
-            SharedRows::Dense { first, table } => row
-                .checked_sub(*first)
-                .and_then(|i| table.get(i as usize))
-                .is_some_and(|&s| s),
-            SharedRows::Sparse(rows) => rows.binary_search(&row).is_ok(),
+        SharedRows::Dense {
+            first: first + a as u64,
+            table: run.iter().map(|&c| c > 1).collect(),
         }
     }
 }
 
-/// Sets `flag` on the nonzeros of `chunk` whose `mode` row is `shared`.
+/// The flags of `rules` whose mode's row of `x` is shared, or-ed together.
 #[inline(always)]
-fn set_flag<I: HwBits>(
-    chunk: &mut [I],
-    decoder: &AnyDecoder<I>,
+fn flag_word<I: HwBits>(x: I, rules: &[FlagRule<I>], decoder: &AnyDecoder<I>) -> I {
+    let mut word = I::ZERO;
+    for rule in rules {
+        let shared = match &rule.shared {
+            SharedRows::None => false,
+            SharedRows::Interval { lo, hi } => {
+                let bits = x.and(rule.mask);
+                *lo <= bits && bits <= *hi
+            }
+            SharedRows::Dense { first, table } => decoder
+                .coord(x, rule.mode)
+                .checked_sub(*first)
+                .and_then(|i| table.get(i as usize))
+                .is_some_and(|&s| s),
+            SharedRows::Sparse(rows) => rows.binary_search(&decoder.coord(x, rule.mode)).is_ok(),
+        };
+        if shared {
+            word = word.or(rule.flag);
+        }
+    }
+    word
+}
+
+/// One segment's touched rows of one mode: entry `r - lo` for each row `r` in `lo..=lo + span`.
+struct RowMarks {
     mode: usize,
-    shared: &SharedRows,
+    lo: u64,
+    span: u64,
+    touched: Touched,
+}
+
+/// Which rows of a range are touched.
+enum Touched {
+    /// 1 for a touched row.
+    Bytes(Vec<u8>),
+    /// A set bit for a touched row.
+    Bits(Vec<u64>),
+}
+
+/// Sets the flags of `rules` on each nonzero of `chunk`, clearing any other bit above
+/// `value_mask`: one tight pass over the (cache-resident) chunk per rule.
+struct SetFlags<'a, I> {
+    chunk: &'a mut [I],
+    value_mask: I,
+    rules: &'a [FlagRule<I>],
+    decoder: &'a AnyDecoder<I>,
+}
+
+impl<I: HwBits> Bmi2Body for SetFlags<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn call(self) {
+        for x in self.chunk.iter_mut() {
+            *x = x.and(self.value_mask);
+        }
+        for rule in self.rules {
+            let flag = rule.flag;
+            match &rule.shared {
+                SharedRows::None => {}
+                SharedRows::Interval { lo, hi } => {
+                    let (lo, hi, mask) = (*lo, *hi, rule.mask);
+                    for x in self.chunk.iter_mut() {
+                        let bits = x.and(mask);
+                        if lo <= bits && bits <= hi {
+                            *x = x.or(flag);
+                        }
+                    }
+                }
+                SharedRows::Dense { first, table } => match self.decoder {
+                    AnyDecoder::Pext(d) => {
+                        flag_from_table(self.chunk, d.mode(rule.mode), *first, table, flag)
+                    }
+                    AnyDecoder::Runs(d) => {
+                        flag_from_table(self.chunk, d.mode(rule.mode), *first, table, flag)
+                    }
+                },
+                SharedRows::Sparse(rows) => {
+                    for x in self.chunk.iter_mut() {
+                        if rows
+                            .binary_search(&self.decoder.coord(*x, rule.mode))
+                            .is_ok()
+                        {
+                            *x = x.or(flag);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sets `flag` on the nonzeros of `chunk` whose row (decoded by `rows`) is marked in `table`
+/// (indexed by row minus `first`).
+#[inline(always)]
+fn flag_from_table<I: HwBits, M: ModeDecode<I>>(
+    chunk: &mut [I],
+    rows: M,
+    first: u64,
+    table: &[bool],
     flag: I,
 ) {
     for x in chunk {
-        if shared.contains(decoder.coord(*x, mode)) {
+        let r = rows.coord(*x).wrapping_sub(first);
+        if table.get(r as usize).is_some_and(|&s| s) {
             *x = x.or(flag);
         }
     }
 }
 
-/// Marks in `bits` (one bit per row from `lo`) the `mode` rows in `lo..=hi` that `segment`
-/// touches.
+/// Whether any nonzero of `chunk` carries a flag of `rules` other than its row calls for.
+struct FlagsDiffer<'a, I> {
+    chunk: &'a [I],
+    rules: &'a [FlagRule<I>],
+    decoder: &'a AnyDecoder<I>,
+}
+
+impl<I: HwBits> Bmi2Body for FlagsDiffer<'_, I> {
+    type Output = bool;
+    #[inline(always)]
+    fn call(self) -> bool {
+        let all = self.rules.iter().fold(I::ZERO, |acc, r| acc.or(r.flag));
+        self.chunk
+            .iter()
+            .any(|&x| x.and(all) != flag_word(x, self.rules, self.decoder))
+    }
+}
+
+/// Marks in each of `marks` the rows of its mode in its range that `segment` touches: block by
+/// block (so a block read once from memory serves every mode), one tight loop per mode.
+struct MarkRows<'a, 'm, I> {
+    marks: Vec<&'m mut RowMarks>,
+    segment: &'a [I],
+    decoder: &'a AnyDecoder<I>,
+}
+
+impl<I: HwBits> Bmi2Body for MarkRows<'_, '_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn call(mut self) {
+        for block in self.segment.chunks(FLAG_CHUNK) {
+            for m in self.marks.iter_mut() {
+                let (lo, span, mode) = (m.lo, m.span, m.mode);
+                match (self.decoder, &mut m.touched) {
+                    (AnyDecoder::Pext(d), Touched::Bytes(t)) => {
+                        mark_row_bytes(t, block, d.mode(mode), lo, span)
+                    }
+                    (AnyDecoder::Pext(d), Touched::Bits(t)) => {
+                        mark_row_bits(t, block, d.mode(mode), lo, span)
+                    }
+                    (AnyDecoder::Runs(d), Touched::Bytes(t)) => {
+                        mark_row_bytes(t, block, d.mode(mode), lo, span)
+                    }
+                    (AnyDecoder::Runs(d), Touched::Bits(t)) => {
+                        mark_row_bits(t, block, d.mode(mode), lo, span)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sets bit `r - lo` of `bits` for each row `r` in `lo..=lo + span` of the nonzeros of `block`
+/// (decoded by `rows`).
 #[inline(always)]
-fn mark_rows<I: HwBits>(
+fn mark_row_bits<I: HwBits, M: ModeDecode<I>>(
     bits: &mut [u64],
-    segment: &[I],
-    decoder: &AnyDecoder<I>,
-    mode: usize,
-    (lo, hi): (u64, u64),
+    block: &[I],
+    rows: M,
+    lo: u64,
+    span: u64,
 ) {
-    for &x in segment {
-        let r = decoder.coord(x, mode).wrapping_sub(lo);
-        if r <= hi - lo {
+    for &x in block {
+        let r = rows.coord(x).wrapping_sub(lo);
+        if r <= span {
             bits[(r / 64) as usize] |= 1 << (r % 64);
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The bounds hold every row covered twice, and nothing when no two intervals meet.
-    #[test]
-    fn overlap_bounds_hold_every_row_covered_twice() {
-        assert_eq!(overlap_bounds(&[Some((0, 9))]), None);
-        assert_eq!(overlap_bounds(&[Some((0, 9)), None, Some((10, 19))]), None);
-        assert_eq!(
-            overlap_bounds(&[Some((0, 12)), Some((10, 19))]),
-            Some((10, 12))
-        );
-        assert_eq!(
-            overlap_bounds(&[Some((20, 30)), Some((0, 12)), Some((10, 21))]),
-            Some((10, 21))
-        );
-        assert_eq!(overlap_bounds(&[Some((0, 29)), Some((5, 7))]), Some((5, 7)));
-        assert_eq!(overlap_bounds(&[Some((3, 3)), Some((3, 3))]), Some((3, 3)));
-        // Against a count per row.
-        let ivs = [
-            Some((4, 9)),
-            Some((0, 2)),
-            Some((8, 15)),
-            Some((15, 20)),
-            None,
-        ];
-        let covered_twice: Vec<u64> = (0..25)
-            .filter(|&r| {
-                ivs.iter()
-                    .flatten()
-                    .filter(|(a, b)| *a <= r && r <= *b)
-                    .count()
-                    > 1
-            })
-            .collect();
-        assert_eq!(
-            overlap_bounds(&ivs),
-            Some((covered_twice[0], *covered_twice.last().unwrap()))
-        );
+/// Sets byte `r - lo` of `bytes` to 1 for each row `r` in `lo..=lo + span` of the nonzeros of
+/// `block` (decoded by `rows`).
+#[inline(always)]
+fn mark_row_bytes<I: HwBits, M: ModeDecode<I>>(
+    bytes: &mut [u8],
+    block: &[I],
+    rows: M,
+    lo: u64,
+    span: u64,
+) {
+    for &x in block {
+        let r = rows.coord(x).wrapping_sub(lo);
+        if r <= span {
+            bytes[r as usize] = 1;
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

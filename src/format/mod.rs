@@ -1,9 +1,11 @@
 //! The ALTO format: bit layout (`layout`), sorting (`sort`), the built tensor with its
-//! partitions (`alto`), what building allocates (`build_memory`), its boundary flags (`flags`), and tensors from stored parts (`stored`).
+//! partitions (`alto`) and their coordinate intervals (`intervals`), what building allocates
+//! (`build_memory`), its boundary flags (`flags`), and tensors from stored parts (`stored`).
 
 pub mod alto;
 mod build_memory;
 mod flags;
+mod intervals;
 pub mod layout;
 pub mod sort;
 mod stored;

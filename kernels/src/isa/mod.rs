@@ -87,6 +87,34 @@ impl Bmi2 {
     }
 }
 
+/// A loop to compile with BMI2 enabled ([`Bmi2::run_body`]). Implementors mark `call`
+/// `#[inline(always)]`: it is then compiled inside the BMI2 function whatever its size, where a
+/// closure given to [`Bmi2::run`] is inlined there only while the inliner finds it small (a
+/// large one stays a plain function and calls each `pext` out of line).
+pub trait Bmi2Body {
+    type Output;
+    fn call(self) -> Self::Output;
+}
+
+impl Bmi2 {
+    /// Runs `body` inside a function compiled with BMI2 enabled (see [`Bmi2Body`]).
+    #[inline(always)]
+    pub fn run_body<B: Bmi2Body>(self, body: B) -> B::Output {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "bmi2,popcnt")]
+            #[inline]
+            fn with_bmi2_body<B: Bmi2Body>(body: B) -> B::Output {
+                body.call()
+            }
+            // SAFETY: holding `self` proves the CPU has BMI2 and POPCNT.
+            unsafe { with_bmi2_body(body) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        body.call()
+    }
+}
+
 /// Proof that the CPU has the FMA extension (scalar and 128/256-bit `vfmadd`).
 #[derive(Clone, Copy, Debug)]
 pub struct Fma {

@@ -64,6 +64,7 @@ impl<I: HwBits> AnyDecoder<I> {
         }
     }
 
+    #[inline(always)]
     pub fn coord(&self, idx: I, mode: usize) -> u64 {
         match self {
             AnyDecoder::Pext(d) => d.coord(idx, mode),
