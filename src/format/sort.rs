@@ -35,6 +35,12 @@ const LSD_MAX_LEN: usize = 1 << 14;
 /// LSD passes are used while at most this many key bits remain (three passes); with more
 /// bits left, one MSD digit leaves sub-buckets small enough for insertion sort.
 const LSD_MAX_BITS: u32 = 24;
+/// Buckets up to [`LSD_MAX_LEN`] with more than [`LSD_MAX_BITS`] (and at most this many) key
+/// bits left get four LSD passes of up to [`WIDE_DIGIT_BITS`] bits (64-bit keys of long modes,
+/// such as darpa's 33 bits below the top digit) rather than an MSD split into many tiny
+/// insertion-sorted runs.
+const LSD_WIDE_MAX_BITS: u32 = 36;
+const WIDE_DIGIT_BITS: u32 = 9;
 /// Runs this short are insertion sorted.
 const INSERTION_MAX: usize = 48;
 
@@ -149,9 +155,10 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
 /// arrays, and how many pairs were merged away. Runs on the current rayon pool.
 ///
 /// The radix sort's buckets hold disjoint key ranges, so duplicates never straddle two: each
-/// bucket, sorted in cache, is merged and written straight to the output at its own offset,
-/// which saves the separate merge's two passes over the sorted pairs. Where duplicates leave
-/// gaps between buckets, one compaction pass closes them.
+/// bucket, sorted in cache, is merged and written straight to the output just after the
+/// previous bucket of its worker's group, which saves the separate merge's two passes over the
+/// sorted pairs. Where duplicates leave gaps between the groups, one compaction pass closes
+/// them (there is one group at one thread).
 pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
     source: &S,
     key_bits: u32,
@@ -185,24 +192,40 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
             idx.set_len(n);
             vals.set_len(n);
         }
-        let idx_parts = split_by_starts(&mut idx, &bucket_start);
-        let val_parts = split_by_starts(&mut vals, &bucket_start);
+        // One group of consecutive buckets per worker, of about equal pairs; each group
+        // finishes its buckets in order, merging each to just after the last, so merged
+        // duplicates leave one gap per group, not one per bucket.
+        let groups = bucket_groups(&bucket_start, rayon::current_num_threads());
+        let group_start: Vec<usize> = groups.iter().map(|&b| bucket_start[b]).collect();
+        let idx_parts = split_by_starts(&mut idx, &group_start);
+        let val_parts = split_by_starts(&mut vals, &group_start);
         let emitted = idx_parts
             .into_par_iter()
             .zip(val_parts)
-            .with_min_len(16)
-            .map_init(
-                || (Vec::new(), Vec::new()),
-                |(pairs, tmp), (idx_part, val_part)| {
+            .zip(groups.par_windows(2))
+            .map(|((idx_part, val_part), g)| {
+                let (mut pairs, mut tmp) = (Vec::new(), Vec::new());
+                let base = bucket_start[g[0]];
+                let mut out = 0;
+                for b in g[0]..g[1] {
+                    let bucket = bucket_start[b] - base..bucket_start[b + 1] - base;
                     pairs.clear();
-                    pairs.extend(idx_part.iter().copied().zip(val_part.iter().copied()));
+                    pairs.extend(
+                        idx_part[bucket.clone()]
+                            .iter()
+                            .copied()
+                            .zip(val_part[bucket].iter().copied()),
+                    );
                     tmp.resize(pairs.len(), (I::ZERO, 0.0));
-                    let sorted = sort_either(pairs, tmp, top_shift);
-                    merge_over(sorted, idx_part, val_part)
-                },
-            )
+                    let sorted = sort_either(&mut pairs, &mut tmp, top_shift);
+                    // The bucket is in `pairs` now, and `out` is at most its start: merging
+                    // over its own slots and the gap before them overwrites nothing unread.
+                    out += merge_over(sorted, &mut idx_part[out..], &mut val_part[out..]);
+                }
+                out
+            })
             .collect();
-        (bucket_start[..bucket_start.len() - 1].to_vec(), emitted)
+        (group_start[..group_start.len() - 1].to_vec(), emitted)
     };
     // Close the gaps merged duplicates left (left to right: every move goes down).
     let mut total = 0;
@@ -220,6 +243,23 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
         vals,
         duplicates_merged: (n - total) as u64,
     }
+}
+
+/// Bucket indices cutting the buckets (`bucket_start`: ascending pair offsets, the last the
+/// total) into `groups` runs of consecutive buckets with about equal pairs: `groups + 1`
+/// ascending indices, the first 0 and the last the bucket count.
+fn bucket_groups(bucket_start: &[usize], groups: usize) -> Vec<usize> {
+    let buckets = bucket_start.len() - 1;
+    let n = bucket_start[buckets];
+    let groups = groups.max(1);
+    let mut cuts = vec![0];
+    for g in 1..groups {
+        let target = n * g / groups;
+        let b = bucket_start.partition_point(|&s| s < target).min(buckets);
+        cuts.push(b.max(*cuts.last().expect("starts with 0")));
+    }
+    cuts.push(buckets);
+    cuts
 }
 
 /// Sorted, duplicate-free indices and their summed values ([`radix_sort_merged`]).
@@ -439,7 +479,7 @@ fn sort_with_scratch<I: AltoIndex>(
     if key_bits == 0 {
         return false;
     }
-    if (n <= LSD_MAX_LEN && key_bits <= LSD_MAX_BITS) || key_bits <= DIGIT_BITS {
+    if (n <= LSD_MAX_LEN && key_bits <= LSD_WIDE_MAX_BITS) || key_bits <= DIGIT_BITS {
         return lsd_passes(data, tmp, key_bits);
     }
     let shift = key_bits - DIGIT_BITS;
@@ -480,17 +520,42 @@ fn sort_with_scratch<I: AltoIndex>(
     false
 }
 
-/// Stable LSD radix sort of `data` on key bits `0..key_bits` (at most [`LSD_MAX_BITS`] or one
-/// digit), in passes of equal width, `tmp` (same length) the ping-pong buffer; true when the
-/// result ended in `tmp` (an odd number of passes moved it).
+/// Stable LSD radix sort of `data` on key bits `0..key_bits` (at most [`LSD_WIDE_MAX_BITS`]),
+/// in passes of equal width (bytes up to [`LSD_MAX_BITS`], four passes above), `tmp` (same
+/// length) the ping-pong buffer; true when the result ended in `tmp` (an odd number of passes
+/// moved it).
 fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) -> bool {
+    const NARROW_PASSES: usize = (LSD_MAX_BITS / DIGIT_BITS) as usize;
+    const WIDE_PASSES: usize = (LSD_WIDE_MAX_BITS / WIDE_DIGIT_BITS) as usize;
+    if key_bits <= LSD_MAX_BITS {
+        let passes = key_bits.div_ceil(DIGIT_BITS).max(1);
+        lsd_passes_of::<I, { 1 << DIGIT_BITS }, NARROW_PASSES>(data, tmp, key_bits, passes)
+    } else {
+        lsd_passes_of::<I, { 1 << WIDE_DIGIT_BITS }, WIDE_PASSES>(
+            data,
+            tmp,
+            key_bits,
+            WIDE_PASSES as u32,
+        )
+    }
+}
+
+/// [`lsd_passes`] in `passes` (at most `MAX_PASSES`) passes of digits below `RADIX`.
+fn lsd_passes_of<I: AltoIndex, const RADIX: usize, const MAX_PASSES: usize>(
+    data: &mut [(I, f64)],
+    tmp: &mut [(I, f64)],
+    key_bits: u32,
+    passes: u32,
+) -> bool {
     assert_eq!(data.len(), tmp.len(), "scratch must match the data");
-    const MAX_PASSES: usize = (LSD_MAX_BITS / DIGIT_BITS) as usize;
-    let passes = key_bits.div_ceil(DIGIT_BITS).clamp(1, MAX_PASSES as u32);
     let width = key_bits.div_ceil(passes);
+    assert!(
+        passes as usize <= MAX_PASSES && 1usize << width <= RADIX,
+        "{key_bits} bits do not fit {passes} passes of radix {RADIX}"
+    );
     let mask = (1u32 << width) - 1;
     // All digit histograms in one read.
-    let mut hists = [[0usize; 1 << DIGIT_BITS]; MAX_PASSES];
+    let mut hists = [[0usize; RADIX]; MAX_PASSES];
     for p in data.iter() {
         for (k, h) in hists.iter_mut().take(passes as usize).enumerate() {
             h[p.0.digit(k as u32 * width, mask)] += 1;
@@ -503,9 +568,9 @@ fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bit
         if h.contains(&n) {
             continue; // every key has the same digit here: nothing moves
         }
-        let mut off = [0usize; 1 << DIGIT_BITS];
+        let mut off = [0usize; RADIX];
         let mut running = 0;
-        for (o, &c) in off.iter_mut().zip(h) {
+        for (o, &c) in off.iter_mut().zip(h).take(1 << width) {
             *o = running;
             running += c;
         }

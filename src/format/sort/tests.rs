@@ -89,6 +89,12 @@ fn every_path_of_the_bucket_sort_agrees_with_a_stable_sort() {
         .map(|_| rng.random::<u32>() as u128)
         .collect();
     check::<u32>(lsd, 32, 2);
+    // Four wide LSD passes (35 bits left under an 8-bit top digit, buckets in L1: the darpa
+    // shape's 64-bit keys).
+    let wide_lsd: Vec<u128> = (0..300_000)
+        .map(|_| rng.random::<u64>() as u128 >> 21)
+        .collect();
+    check::<u64>(wide_lsd, 43, 2);
 }
 
 /// The fused sort-and-merge equals a stable sort followed by a left-to-right merge, with
@@ -234,4 +240,17 @@ fn the_top_digit_grows_until_buckets_fit_and_few_bits_remain() {
     assert_eq!(top_digit_bits(1_000_000, 35, 2048, 24, 8, 12), 11);
     assert_eq!(top_digit_bits(1_000_000, 36, 2048, 24, 8, 12), 12);
     assert_eq!(top_digit_bits(1_000_000, 51, 2048, 24, 8, 12), 9);
+}
+
+/// Groups cut the buckets into runs of about equal pairs, in order, empty ones allowed.
+#[test]
+fn bucket_groups_balance_pairs() {
+    // Five buckets of 10, 0, 30, 20, 40 pairs.
+    let starts = [0, 10, 10, 40, 60, 100];
+    assert_eq!(bucket_groups(&starts, 1), vec![0, 5]);
+    assert_eq!(bucket_groups(&starts, 2), vec![0, 4, 5]);
+    // Each cut is the first bucket starting at or after its share (25, 50, 75 pairs).
+    assert_eq!(bucket_groups(&starts, 4), vec![0, 3, 4, 5, 5]);
+    // More groups than buckets: the extra ones are empty.
+    assert_eq!(bucket_groups(&[0, 7, 9], 4), vec![0, 1, 1, 1, 2]);
 }
