@@ -469,18 +469,12 @@ impl<I: HwBits> Bmi2Body for MarkRows<'_, '_, I> {
         for block in self.segment.chunks(FLAG_CHUNK) {
             for m in self.marks.iter_mut() {
                 let (lo, span, mode) = (m.lo, m.span, m.mode);
-                match (self.decoder, &mut m.touched) {
-                    (AnyDecoder::Pext(d), Touched::Bytes(t)) => {
-                        mark_row_bytes(t, block, d.mode(mode), lo, span)
+                match self.decoder {
+                    AnyDecoder::Pext(d) => {
+                        mark_touched(&mut m.touched, block, d.mode(mode), lo, span)
                     }
-                    (AnyDecoder::Pext(d), Touched::Bits(t)) => {
-                        mark_row_bits(t, block, d.mode(mode), lo, span)
-                    }
-                    (AnyDecoder::Runs(d), Touched::Bytes(t)) => {
-                        mark_row_bytes(t, block, d.mode(mode), lo, span)
-                    }
-                    (AnyDecoder::Runs(d), Touched::Bits(t)) => {
-                        mark_row_bits(t, block, d.mode(mode), lo, span)
+                    AnyDecoder::Runs(d) => {
+                        mark_touched(&mut m.touched, block, d.mode(mode), lo, span)
                     }
                 }
             }
@@ -488,38 +482,38 @@ impl<I: HwBits> Bmi2Body for MarkRows<'_, '_, I> {
     }
 }
 
-/// Sets bit `r - lo` of `bits` for each row `r` in `lo..=lo + span` of the nonzeros of `block`
-/// (decoded by `rows`).
+/// Marks in `touched` each row `r` in `lo..=lo + span` of the nonzeros of `block` (decoded by
+/// `rows`), at entry `r - lo`.
 #[inline(always)]
-fn mark_row_bits<I: HwBits, M: ModeDecode<I>>(
-    bits: &mut [u64],
+fn mark_touched<I: HwBits, M: ModeDecode<I>>(
+    touched: &mut Touched,
     block: &[I],
     rows: M,
     lo: u64,
     span: u64,
 ) {
-    for &x in block {
-        let r = rows.coord(x).wrapping_sub(lo);
-        if r <= span {
-            bits[(r / 64) as usize] |= 1 << (r % 64);
-        }
+    match touched {
+        Touched::Bytes(bytes) => each_row_in(block, rows, lo, span, |r| bytes[r as usize] = 1),
+        Touched::Bits(bits) => each_row_in(block, rows, lo, span, |r| {
+            bits[(r / 64) as usize] |= 1 << (r % 64)
+        }),
     }
 }
 
-/// Sets byte `r - lo` of `bytes` to 1 for each row `r` in `lo..=lo + span` of the nonzeros of
-/// `block` (decoded by `rows`).
+/// Calls `f` with `r - lo` for each nonzero of `block` whose row `r` (decoded by `rows`) is in
+/// `lo..=lo + span`.
 #[inline(always)]
-fn mark_row_bytes<I: HwBits, M: ModeDecode<I>>(
-    bytes: &mut [u8],
+fn each_row_in<I: HwBits, M: ModeDecode<I>>(
     block: &[I],
     rows: M,
     lo: u64,
     span: u64,
+    mut f: impl FnMut(u64),
 ) {
     for &x in block {
         let r = rows.coord(x).wrapping_sub(lo);
         if r <= span {
-            bytes[r as usize] = 1;
+            f(r);
         }
     }
 }
