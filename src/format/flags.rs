@@ -231,11 +231,10 @@ impl<I: HwBits> AltoTensor<I> {
         }
         let rules = self.flag_rules(&decoder);
         for rule in &rules {
-            let one = std::slice::from_ref(rule);
             let wrong = self.idx.par_chunks(FLAG_CHUNK).any(|chunk| {
                 let body = FlagsDiffer {
                     chunk,
-                    rules: one,
+                    rule,
                     decoder: &decoder,
                 };
                 run_decoding(&decoder, body)
@@ -325,29 +324,61 @@ impl<I: HwBits> SharedRows<I> {
     }
 }
 
-/// The flags of `rules` whose mode's row of `x` is shared, or-ed together.
-#[inline(always)]
-fn flag_word<I: HwBits>(x: I, rules: &[FlagRule<I>], decoder: &AnyDecoder<I>) -> I {
-    let mut word = I::ZERO;
-    for rule in rules {
-        let shared = match &rule.shared {
-            SharedRows::None => false,
+impl<I: HwBits> FlagRule<I> {
+    /// Calls `on(x, shared)` for each item of `xs` in order, `shared` telling whether the row of
+    /// this rule's mode in the item's index (`index(&x)`) is shared. The one row test that both
+    /// setting flags and checking stored ones use: the rule's kind is matched once, then one
+    /// tight loop runs (inlined into the caller's BMI2 body, so `pext` inlines too).
+    #[inline(always)]
+    fn test_each<X>(
+        &self,
+        decoder: &AnyDecoder<I>,
+        xs: impl Iterator<Item = X>,
+        index: impl Fn(&X) -> I,
+        mut on: impl FnMut(X, bool),
+    ) {
+        match &self.shared {
+            SharedRows::None => xs.for_each(|x| on(x, false)),
             SharedRows::Interval { lo, hi } => {
-                let bits = x.and(rule.mask);
-                *lo <= bits && bits <= *hi
+                let (lo, hi, mask) = (*lo, *hi, self.mask);
+                for x in xs {
+                    let bits = index(&x).and(mask);
+                    on(x, lo <= bits && bits <= hi);
+                }
             }
-            SharedRows::Dense { first, table } => decoder
-                .coord(x, rule.mode)
-                .checked_sub(*first)
-                .and_then(|i| table.get(i as usize))
-                .is_some_and(|&s| s),
-            SharedRows::Sparse(rows) => rows.binary_search(&decoder.coord(x, rule.mode)).is_ok(),
-        };
-        if shared {
-            word = word.or(rule.flag);
+            SharedRows::Dense { first, table } => match decoder {
+                AnyDecoder::Pext(d) => {
+                    test_in_table(xs, d.mode(self.mode), *first, table, index, on)
+                }
+                AnyDecoder::Runs(d) => {
+                    test_in_table(xs, d.mode(self.mode), *first, table, index, on)
+                }
+            },
+            SharedRows::Sparse(rows) => {
+                for x in xs {
+                    let row = decoder.coord(index(&x), self.mode);
+                    on(x, rows.binary_search(&row).is_ok());
+                }
+            }
         }
     }
-    word
+}
+
+/// [`FlagRule::test_each`] for a row table (indexed by row minus `first`; rows outside it are
+/// not shared), the row decoded by `rows`.
+#[inline(always)]
+fn test_in_table<I: HwBits, M: ModeDecode<I>, X>(
+    xs: impl Iterator<Item = X>,
+    rows: M,
+    first: u64,
+    table: &[bool],
+    index: impl Fn(&X) -> I,
+    mut on: impl FnMut(X, bool),
+) {
+    for x in xs {
+        let r = rows.coord(index(&x)).wrapping_sub(first);
+        on(x, table.get(r as usize).is_some_and(|&s| s));
+    }
 }
 
 /// One segment's touched rows of one mode: entry `r - lo` for each row `r` in `lo..=lo + span`.
@@ -384,62 +415,25 @@ impl<I: HwBits> Bmi2Body for SetFlags<'_, I> {
         }
         for rule in self.rules {
             let flag = rule.flag;
-            match &rule.shared {
-                SharedRows::None => {}
-                SharedRows::Interval { lo, hi } => {
-                    let (lo, hi, mask) = (*lo, *hi, rule.mask);
-                    for x in self.chunk.iter_mut() {
-                        let bits = x.and(mask);
-                        if lo <= bits && bits <= hi {
-                            *x = x.or(flag);
-                        }
-                    }
-                }
-                SharedRows::Dense { first, table } => match self.decoder {
-                    AnyDecoder::Pext(d) => {
-                        flag_from_table(self.chunk, d.mode(rule.mode), *first, table, flag)
-                    }
-                    AnyDecoder::Runs(d) => {
-                        flag_from_table(self.chunk, d.mode(rule.mode), *first, table, flag)
+            rule.test_each(
+                self.decoder,
+                self.chunk.iter_mut(),
+                |x| **x,
+                |x, shared| {
+                    if shared {
+                        *x = x.or(flag);
                     }
                 },
-                SharedRows::Sparse(rows) => {
-                    for x in self.chunk.iter_mut() {
-                        if rows
-                            .binary_search(&self.decoder.coord(*x, rule.mode))
-                            .is_ok()
-                        {
-                            *x = x.or(flag);
-                        }
-                    }
-                }
-            }
+            );
         }
     }
 }
 
-/// Sets `flag` on the nonzeros of `chunk` whose row (decoded by `rows`) is marked in `table`
-/// (indexed by row minus `first`).
-#[inline(always)]
-fn flag_from_table<I: HwBits, M: ModeDecode<I>>(
-    chunk: &mut [I],
-    rows: M,
-    first: u64,
-    table: &[bool],
-    flag: I,
-) {
-    for x in chunk {
-        let r = rows.coord(*x).wrapping_sub(first);
-        if table.get(r as usize).is_some_and(|&s| s) {
-            *x = x.or(flag);
-        }
-    }
-}
-
-/// Whether any nonzero of `chunk` carries a flag of `rules` other than its row calls for.
+/// Whether any nonzero of `chunk` carries `rule`'s flag where its row is not shared, or lacks it
+/// where it is.
 struct FlagsDiffer<'a, I> {
     chunk: &'a [I],
-    rules: &'a [FlagRule<I>],
+    rule: &'a FlagRule<I>,
     decoder: &'a AnyDecoder<I>,
 }
 
@@ -447,10 +441,17 @@ impl<I: HwBits> Bmi2Body for FlagsDiffer<'_, I> {
     type Output = bool;
     #[inline(always)]
     fn call(self) -> bool {
-        let all = self.rules.iter().fold(I::ZERO, |acc, r| acc.or(r.flag));
-        self.chunk
-            .iter()
-            .any(|&x| x.and(all) != flag_word(x, self.rules, self.decoder))
+        let flag = self.rule.flag;
+        let mut differ = false;
+        self.rule.test_each(
+            self.decoder,
+            self.chunk.iter(),
+            |x| **x,
+            |x, shared| {
+                differ |= (x.and(flag) != I::ZERO) != shared;
+            },
+        );
+        differ
     }
 }
 
