@@ -376,8 +376,11 @@ fn test_in_table<I: HwBits, M: ModeDecode<I>, X>(
     mut on: impl FnMut(X, bool),
 ) {
     for x in xs {
+        // A row below `first` wraps to a huge offset; `try_from` keeps one beyond `usize` (a
+        // 32-bit target) from truncating into the table.
         let r = rows.coord(index(&x)).wrapping_sub(first);
-        on(x, table.get(r as usize).is_some_and(|&s| s));
+        let shared = usize::try_from(r).ok().and_then(|i| table.get(i));
+        on(x, shared.is_some_and(|&s| s));
     }
 }
 
