@@ -133,11 +133,20 @@ pub fn code_key() -> &'static str {
 }
 
 /// Whether the source tree this binary was built from has no uncommitted changes to tracked
-/// files now (`None`: no git, or not a checkout). The build's own flag can be stale: build
-/// scripts rerun when the index moves, not on every edit.
+/// files now, outside `reports/` as in the library's build script (`None`: no git, or not a
+/// checkout). The build's own flag can be stale: build scripts rerun when the index moves, not
+/// on every edit. Without the exclusion a figure that rewrote `reports/` would make every
+/// later run of the same binary miss the cache.
 fn work_tree_clean() -> Option<bool> {
     let out = std::process::Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        .args([
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ":(top)",
+            ":(top,exclude)reports",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()
