@@ -104,17 +104,14 @@ def test_converges_and_verbose(capsys):
     assert out.count("iteration") == r.n_iter and "fit" in out
 
 
-def test_gil_is_released():
-    # Holding the GIL, cp_als would let the main thread tick only between iterations (the
-    # observer takes the GIL once per iteration): at most about `iters` ticks. Released, the
-    # main thread ticks every millisecond of a run sized to take well over 3 * iters ms.
-    iters = 15
-    t = alto.gen("uniform", 1_000_000, dims=[300, 400, 500], seed=1)
+def ticks_while(call):
+    """Runs `call` on a worker thread while this thread counts 1 ms sleeps; returns the count
+    and the elapsed milliseconds."""
     ticks = 0
     done = threading.Event()
 
     def run():
-        alto.cp_als(t, 16, n_iter_max=iters, tol=0, random_state=0, threads=1)
+        call()
         done.set()
 
     worker = threading.Thread(target=run)
@@ -124,9 +121,27 @@ def test_gil_is_released():
         ticks += 1
         time.sleep(0.001)
     worker.join()
-    elapsed_ms = (time.perf_counter() - start) * 1e3
-    assert elapsed_ms > 6 * iters, f"the run was too short to tell ({elapsed_ms:.0f} ms)"
-    assert ticks > 3 * iters, (ticks, elapsed_ms)
+    return ticks, (time.perf_counter() - start) * 1e3
+
+
+def test_gil_is_released():
+    # Holding the GIL, cp_als would let the main thread tick only when it hands the GIL back:
+    # once per iteration and once per 50 ms signal poll, so at most iters + elapsed / 50 ticks.
+    # Released, the main thread ticks about every millisecond. The run's size doubles until
+    # it lasts long enough to tell the two apart, so a fast machine cannot make the test
+    # vacuous (a fixed size once ran in 90 ms, too short to judge).
+    iters = 10
+    min_ms = 150.0
+    for nnz in (2_000_000, 4_000_000, 8_000_000, 16_000_000):
+        t = alto.gen("uniform", nnz, dims=[300, 400, 500], seed=1)
+        ticks, elapsed_ms = ticks_while(
+            lambda: alto.cp_als(t, 16, n_iter_max=iters, tol=0, random_state=0, threads=1)
+        )
+        if elapsed_ms >= min_ms:
+            break
+    assert elapsed_ms >= min_ms, f"even 16M nonzeros ran too briefly to tell ({elapsed_ms:.0f} ms)"
+    held_bound = iters + elapsed_ms / 50
+    assert ticks > max(3 * held_bound, elapsed_ms / 5), (ticks, elapsed_ms)
 
 
 @on_main_thread
