@@ -514,7 +514,6 @@ fn run_zeroing_ahead<I: HwBits, S: RowSink, C: Clock>(
     };
     let rank = runner.rank;
     let zero_rows = |(a, b): (u64, u64)| {
-        let t0 = clock.now();
         let start = a as usize * rank;
         let len = (b - a + 1) as usize * rank;
         assert!(
@@ -525,10 +524,12 @@ fn run_zeroing_ahead<I: HwBits, S: RowSink, C: Clock>(
         // segment's interval touches them, so no other thread reads or writes these cells
         // while the segments run), and they lie inside `cells` (checked above).
         unsafe { std::ptr::write_bytes(cells.as_ptr().add(start) as *mut f64, 0, len) };
-        clock.busy(Phase::ZeroOutput, t0);
     };
     let mask = runner.t.masks()[runner.mode];
     for start in range.clone().step_by(lazy_chunk) {
+        // Finding the chunk's largest row is part of lazy zeroing's cost: timed with it (it
+        // reads the chunk's indices first, so it also takes their cache misses).
+        let t0 = clock.now();
         let chunk = start..(start + lazy_chunk).min(range.end);
         let chunk_max = max_coord(
             &runner.t.indices()[chunk.clone()],
@@ -539,13 +540,16 @@ fn run_zeroing_ahead<I: HwBits, S: RowSink, C: Clock>(
         if let Some(rows) = lazy.before_chunk(chunk_max) {
             zero_rows(rows);
         }
+        clock.busy(Phase::ZeroOutput, t0);
         let t0 = clock.now();
         let r = runner.run(chunk, sink);
         clock.busy(Phase::Kernel, t0);
         r?;
     }
     if let Some(rows) = lazy.rest() {
+        let t0 = clock.now();
         zero_rows(rows);
+        clock.busy(Phase::ZeroOutput, t0);
     }
     Ok(())
 }

@@ -22,7 +22,8 @@ use std::time::Instant;
 /// regions are attributed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTimes {
-    /// Zeroing the output matrix.
+    /// Zeroing the output matrix (with lazy zeroing, also finding each chunk's largest row,
+    /// which reads the chunk's indices before its kernel does).
     pub zero_output: f64,
     /// Zeroing the pull strategy's staging rows (0 for atomics).
     pub zero_staging: f64,
