@@ -21,7 +21,7 @@ const PAGE_DOUBLES: usize = 4096 / 8;
 /// alignment) and no page holds rows of two segments. Within one page, a core's L2 streamer
 /// prefetches the lines another core is adding into and takes them out of its modified state:
 /// measured with blocks rounded to cache lines only, uniform-4d's mode 3 (20 rows, both
-/// segments staged) took 1.92 ms at 2 threads; with this layout 1.54 ms (`perf-suite
+/// segments staged) took 1.89 ms at 2 threads; with this layout 1.49 ms (`perf-suite
 /// --compare`, 9 runs each). At most two pages per segment more.
 pub(super) fn staged_rows_len(lo: u64, hi: u64, rank: usize) -> usize {
     // Saturating: an impossible size must stay impossible (the memory plan refuses it), not
