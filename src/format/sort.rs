@@ -5,14 +5,16 @@
 //! The shape follows where the time goes when the pairs do not fit in cache: one histogram
 //! read and one scatter touch the whole array. The scatter is on the top 8-12 bits, chosen so
 //! the average bucket fits in L1 and few bits remain below; buckets then finish in parallel
-//! while cache resident, against a per-worker scratch buffer that stays hot: balanced-digit
-//! LSD passes when at most 24 bits remain (four 9-bit passes up to 36), one more MSD digit
-//! (then insertion sort) when more do. (Advising the scatter's fresh destination onto transparent huge pages was measured and
-//! left out: 5% faster on the median, with occasional 20-60 ms stalls in kernel compaction.)
+//! while cache resident, against a per-worker scratch buffer that stays hot: LSD passes of up
+//! to 11-bit digits when at most 33 bits remain (two passes up to 22 bits, which the top digit
+//! aims for), one more MSD digit (then LSD or insertion sort) when more do. (Advising the
+//! scatter's fresh destination onto transparent huge pages was measured and left out: 5% faster
+//! on the median, with occasional 20-60 ms stalls in kernel compaction.)
 //!
-//! The input is a [`PairSource`], read twice in order: the format builder passes one that
-//! encodes coordinates as it goes, so the unsorted pairs are never stored (one fresh buffer
-//! and one pass fewer); [`radix_sort_pairs`] sorts a stored vector the same way.
+//! The input is a [`PairSource`], read twice in order (once to count top digits, once to
+//! scatter): the format builder passes its encoded keys beside the tensor's values, so the
+//! unsorted pairs are never stored as pairs; [`radix_sort_pairs`] sorts a stored vector the same
+//! way.
 
 use alto_kernels::AltoIndex;
 use rayon::prelude::*;
@@ -22,25 +24,26 @@ use std::ops::Range;
 const PARALLEL_MIN: usize = 1 << 16;
 /// The top digit gets enough bits (within [`TOP_BITS_MIN`]..=[`TOP_BITS_MAX`]) that the average
 /// bucket holds at most this many pairs (32 KiB of 16-byte pairs: L1 with its scratch), and
-/// that at most [`LSD_MAX_BITS`] remain below it where the cap allows.
+/// that at most [`TOP_REST_BITS`] remain below it where the cap allows.
 const BUCKET_TARGET: usize = 2048;
 const TOP_BITS_MIN: u32 = 8;
 /// More buckets than this and the scatter's write frontier no longer fits in L2.
 const TOP_BITS_MAX: u32 = 12;
-/// Digit width of the in-cache passes.
+/// Digit width of the MSD splits (the in-cache split of a bucket too large or wide for LSD).
 const DIGIT_BITS: u32 = 8;
 /// Buckets up to this many pairs are finished with LSD passes (256 KiB of 16-byte pairs, so
 /// they run in L2); larger ones get another MSD split first.
 const LSD_MAX_LEN: usize = 1 << 14;
-/// LSD passes are used while at most this many key bits remain (three passes); with more
-/// bits left, one MSD digit leaves sub-buckets small enough for insertion sort.
-const LSD_MAX_BITS: u32 = 24;
-/// Buckets up to [`LSD_MAX_LEN`] with more than [`LSD_MAX_BITS`] (and at most this many) key
-/// bits left get four LSD passes of up to [`WIDE_DIGIT_BITS`] bits (64-bit keys of long modes,
-/// such as darpa's 33 bits below the top digit) rather than an MSD split into many tiny
-/// insertion-sorted runs.
-const LSD_WIDE_MAX_BITS: u32 = 36;
-const WIDE_DIGIT_BITS: u32 = 9;
+/// Widest LSD digit: 2048 32-bit counts (8 KiB) per pass stay in L1 beside a bucket, and two
+/// passes finish 22 bits where three 8-bit passes did (measured: sort phase 3-8% faster on the
+/// perf-suite shapes, darpa 4 -> 3 passes).
+const LSD_DIGIT_BITS: u32 = 11;
+/// Buckets up to [`LSD_MAX_LEN`] with at most this many key bits left get LSD passes (three of
+/// up to [`LSD_DIGIT_BITS`]: 64-bit keys of long modes, such as darpa's 33 bits below the top
+/// digit); with more left, one MSD digit first.
+const LSD_MAX_BITS: u32 = 3 * LSD_DIGIT_BITS;
+/// The top digit grows (up to [`TOP_BITS_MAX`]) to leave at most this many bits: two LSD passes.
+const TOP_REST_BITS: u32 = 2 * LSD_DIGIT_BITS;
 /// Runs this short are insertion sorted.
 const INSERTION_MAX: usize = 48;
 
@@ -362,7 +365,7 @@ fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>
         n,
         key_bits,
         BUCKET_TARGET,
-        LSD_MAX_BITS,
+        TOP_REST_BITS,
         TOP_BITS_MIN,
         TOP_BITS_MAX,
     );
@@ -479,7 +482,7 @@ fn sort_with_scratch<I: AltoIndex>(
     if key_bits == 0 {
         return false;
     }
-    if (n <= LSD_MAX_LEN && key_bits <= LSD_WIDE_MAX_BITS) || key_bits <= DIGIT_BITS {
+    if (n <= LSD_MAX_LEN && key_bits <= LSD_MAX_BITS) || key_bits <= DIGIT_BITS {
         return lsd_passes(data, tmp, key_bits);
     }
     let shift = key_bits - DIGIT_BITS;
@@ -520,23 +523,17 @@ fn sort_with_scratch<I: AltoIndex>(
     false
 }
 
-/// Stable LSD radix sort of `data` on key bits `0..key_bits` (at most [`LSD_WIDE_MAX_BITS`]),
-/// in passes of equal width (bytes up to [`LSD_MAX_BITS`], four passes above), `tmp` (same
-/// length) the ping-pong buffer; true when the result ended in `tmp` (an odd number of passes
-/// moved it).
+/// Stable LSD radix sort of `data` on key bits `0..key_bits` (at most [`LSD_MAX_BITS`]), in
+/// the fewest passes of equal width up to [`LSD_DIGIT_BITS`], `tmp` (same length) the ping-pong
+/// buffer; true when the result ended in `tmp` (an odd number of passes moved it).
 fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) -> bool {
-    const NARROW_PASSES: usize = (LSD_MAX_BITS / DIGIT_BITS) as usize;
-    const WIDE_PASSES: usize = (LSD_WIDE_MAX_BITS / WIDE_DIGIT_BITS) as usize;
-    if key_bits <= LSD_MAX_BITS {
-        let passes = key_bits.div_ceil(DIGIT_BITS).max(1);
-        lsd_passes_of::<I, { 1 << DIGIT_BITS }, NARROW_PASSES>(data, tmp, key_bits, passes)
+    const MAX_PASSES: usize = (LSD_MAX_BITS / LSD_DIGIT_BITS) as usize;
+    let passes = key_bits.div_ceil(LSD_DIGIT_BITS).max(1);
+    if key_bits <= DIGIT_BITS {
+        // One byte-wide pass: a small count table to clear.
+        lsd_passes_of::<I, { 1 << DIGIT_BITS }, 1>(data, tmp, key_bits, passes)
     } else {
-        lsd_passes_of::<I, { 1 << WIDE_DIGIT_BITS }, WIDE_PASSES>(
-            data,
-            tmp,
-            key_bits,
-            WIDE_PASSES as u32,
-        )
+        lsd_passes_of::<I, { 1 << LSD_DIGIT_BITS }, MAX_PASSES>(data, tmp, key_bits, passes)
     }
 }
 
@@ -548,6 +545,7 @@ fn lsd_passes_of<I: AltoIndex, const RADIX: usize, const MAX_PASSES: usize>(
     passes: u32,
 ) -> bool {
     assert_eq!(data.len(), tmp.len(), "scratch must match the data");
+    assert!(data.len() <= u32::MAX as usize, "counts are 32-bit");
     let width = key_bits.div_ceil(passes);
     assert!(
         passes as usize <= MAX_PASSES && 1usize << width <= RADIX,
@@ -555,7 +553,7 @@ fn lsd_passes_of<I: AltoIndex, const RADIX: usize, const MAX_PASSES: usize>(
     );
     let mask = (1u32 << width) - 1;
     // All digit histograms in one read.
-    let mut hists = [[0usize; RADIX]; MAX_PASSES];
+    let mut hists = [[0u32; RADIX]; MAX_PASSES];
     for p in data.iter() {
         for (k, h) in hists.iter_mut().take(passes as usize).enumerate() {
             h[p.0.digit(k as u32 * width, mask)] += 1;
@@ -564,23 +562,26 @@ fn lsd_passes_of<I: AltoIndex, const RADIX: usize, const MAX_PASSES: usize>(
     let n = data.len();
     let (mut src, mut dst) = (data, tmp);
     let mut in_tmp = false;
-    for (k, h) in hists.iter().take(passes as usize).enumerate() {
-        if h.contains(&n) {
+    for (k, h) in hists.iter_mut().take(passes as usize).enumerate() {
+        let h = &mut h[..1 << width];
+        if h.contains(&(n as u32)) {
             continue; // every key has the same digit here: nothing moves
         }
-        let mut off = [0usize; RADIX];
+        // The counts become each digit's next slot, in place.
         let mut running = 0;
-        for (o, &c) in off.iter_mut().zip(h).take(1 << width) {
-            *o = running;
-            running += c;
+        for c in h.iter_mut() {
+            let count = *c;
+            *c = running;
+            running += count;
         }
         let shift = k as u32 * width;
         for &p in src.iter() {
             let d = p.0.digit(shift, mask);
+            let slot = &mut h[d];
             // SAFETY: as in `sort_with_scratch`: the offsets come from this data's own digit
             // counts, so each lands in 0..n = dst.len().
-            unsafe { *dst.get_unchecked_mut(off[d]) = p };
-            off[d] += 1;
+            unsafe { *dst.get_unchecked_mut(*slot as usize) = p };
+            *slot += 1;
         }
         std::mem::swap(&mut src, &mut dst);
         in_tmp = !in_tmp;

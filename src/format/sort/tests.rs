@@ -84,17 +84,22 @@ fn every_path_of_the_bucket_sort_agrees_with_a_stable_sort() {
         .collect();
     check::<u64>(repeated.clone(), 60, 1);
     check::<u64>(repeated.repeat(5), 60, 2);
-    // Three balanced LSD passes (21 bits left under an 11-bit top digit).
+    // Two balanced LSD passes (22 bits left under a 10-bit top digit).
     let lsd: Vec<u128> = (0..2_000_000)
         .map(|_| rng.random::<u32>() as u128)
         .collect();
     check::<u32>(lsd, 32, 2);
-    // Four wide LSD passes (35 bits left under an 8-bit top digit, buckets in L1: the darpa
-    // shape's 64-bit keys).
+    // 43-bit keys (the darpa shape's 64-bit keys): 300k pairs get 8 bits on top and 35 left,
+    // so one in-cache MSD split, then three 9-bit LSD passes; 2M pairs get 10 on top and
+    // exactly 33 left, three full 11-bit LSD passes.
     let wide_lsd: Vec<u128> = (0..300_000)
         .map(|_| rng.random::<u64>() as u128 >> 21)
         .collect();
     check::<u64>(wide_lsd, 43, 2);
+    let three_pass: Vec<u128> = (0..2_000_000)
+        .map(|_| rng.random::<u64>() as u128 >> 21)
+        .collect();
+    check::<u64>(three_pass, 43, 2);
 }
 
 /// The fused sort-and-merge equals a stable sort followed by a left-to-right merge, with
@@ -240,6 +245,10 @@ fn the_top_digit_grows_until_buckets_fit_and_few_bits_remain() {
     assert_eq!(top_digit_bits(1_000_000, 35, 2048, 24, 8, 12), 11);
     assert_eq!(top_digit_bits(1_000_000, 36, 2048, 24, 8, 12), 12);
     assert_eq!(top_digit_bits(1_000_000, 51, 2048, 24, 8, 12), 9);
+    // Two 11-bit passes (22 bits) out of reach under a 12-bit cap: the bucket target decides
+    // (the uniform 4-D shape).
+    assert_eq!(top_digit_bits(1_000_000, 35, 2048, 22, 8, 12), 9);
+    assert_eq!(top_digit_bits(2_000_000, 32, 2048, 22, 8, 12), 10);
 }
 
 /// Groups cut the buckets into runs of about equal pairs, in order, empty ones allowed.
