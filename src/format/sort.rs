@@ -35,8 +35,8 @@ const DIGIT_BITS: u32 = 8;
 /// they run in L2); larger ones get another MSD split first.
 const LSD_MAX_LEN: usize = 1 << 14;
 /// Widest LSD digit: 2048 32-bit counts (8 KiB) per pass stay in L1 beside a bucket, and two
-/// passes finish 22 bits where three 8-bit passes did (measured: sort phase 3-8% faster on the
-/// perf-suite shapes, darpa 4 -> 3 passes).
+/// passes finish 22 bits where three 8-bit passes did (measured on repeated builds: sort phase
+/// 0-8% faster on the perf-suite shapes; darpa's buckets take 3 passes instead of 4).
 const LSD_DIGIT_BITS: u32 = 11;
 /// Buckets up to [`LSD_MAX_LEN`] with at most this many key bits left get LSD passes (three of
 /// up to [`LSD_DIGIT_BITS`]: 64-bit keys of long modes, such as darpa's 33 bits below the top
