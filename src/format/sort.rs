@@ -529,9 +529,12 @@ fn sort_with_scratch<I: AltoIndex>(
 fn lsd_passes<I: AltoIndex>(data: &mut [(I, f64)], tmp: &mut [(I, f64)], key_bits: u32) -> bool {
     const MAX_PASSES: usize = (LSD_MAX_BITS / LSD_DIGIT_BITS) as usize;
     let passes = key_bits.div_ceil(LSD_DIGIT_BITS).max(1);
+    // As many count tables as passes, so a bucket clears no table it does not use (each call
+    // clears its tables on the stack).
     if key_bits <= DIGIT_BITS {
-        // One byte-wide pass: a small count table to clear.
         lsd_passes_of::<I, { 1 << DIGIT_BITS }, 1>(data, tmp, key_bits, passes)
+    } else if passes <= 2 {
+        lsd_passes_of::<I, { 1 << LSD_DIGIT_BITS }, 2>(data, tmp, key_bits, passes)
     } else {
         lsd_passes_of::<I, { 1 << LSD_DIGIT_BITS }, MAX_PASSES>(data, tmp, key_bits, passes)
     }

@@ -90,8 +90,8 @@ fn every_path_of_the_bucket_sort_agrees_with_a_stable_sort() {
         .collect();
     check::<u32>(lsd, 32, 2);
     // 43-bit keys (the darpa shape's 64-bit keys): 300k pairs get 8 bits on top and 35 left,
-    // so one in-cache MSD split, then three 9-bit LSD passes; 2M pairs get 10 on top and
-    // exactly 33 left, three full 11-bit LSD passes.
+    // so one in-cache MSD split whose small sub-buckets are insertion sorted; 2M pairs get 10
+    // on top and exactly 33 left, three full 11-bit LSD passes.
     let wide_lsd: Vec<u128> = (0..300_000)
         .map(|_| rng.random::<u64>() as u128 >> 21)
         .collect();
