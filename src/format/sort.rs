@@ -4,10 +4,11 @@
 //!
 //! The shape follows where the time goes when the pairs do not fit in cache: one histogram
 //! read and one scatter touch the whole array. The scatter is on the top 8-12 bits, chosen so
-//! the average bucket fits in L1 and few bits remain below; buckets then finish in parallel
-//! while cache resident, against a per-worker scratch buffer that stays hot: LSD passes of up
-//! to 11-bit digits when at most 33 bits remain (two passes up to 22 bits, which the top digit
-//! aims for), one more MSD digit (then LSD or insertion sort) when more do. (Advising the
+//! the average bucket is small and few bits remain below, then narrowed while more than
+//! [`SCATTER_BUCKETS_MAX`] buckets are occupied (each is a write stream); buckets then finish in
+//! parallel while cache resident, against a per-worker scratch buffer that stays hot: LSD passes
+//! of up to 12-bit digits when at most 36 bits remain (two passes up to 24 bits, which the top
+//! digit aims for), one more MSD digit (then LSD or insertion sort) when more do. (Advising the
 //! scatter's fresh destination onto transparent huge pages was measured and left out: 5% faster
 //! on the median, with occasional 20-60 ms stalls in kernel compaction.)
 //!
@@ -34,18 +35,26 @@ const DIGIT_BITS: u32 = 8;
 /// Buckets up to this many pairs are finished with LSD passes (256 KiB of 16-byte pairs, so
 /// they run in L2); larger ones get another MSD split first.
 const LSD_MAX_LEN: usize = 1 << 14;
-/// Widest LSD digit: 2048 32-bit counts (8 KiB) per pass stay in L1 beside a bucket, and two
-/// passes finish 22 bits where three 8-bit passes did (measured on repeated builds: sort phase
-/// 0-8% faster on the perf-suite shapes; darpa's buckets take 3 passes instead of 4).
-const LSD_DIGIT_BITS: u32 = 11;
+/// Widest LSD digit: 4096 32-bit counts (16 KiB) per pass. Two passes finish the 23-24 bits
+/// that the narrowed scatter leaves (where 11-bit digits took three), and three finish darpa's
+/// 35 (repeated builds, sort phase medians at 1 thread, with the narrowing: skewed 3-D 23.0 ->
+/// 19.2 ms, darpa 40.7 -> 37.8; nell-2 and uniform 4-D within noise).
+const LSD_DIGIT_BITS: u32 = 12;
 /// Buckets up to [`LSD_MAX_LEN`] with at most this many key bits left get LSD passes (three of
-/// up to [`LSD_DIGIT_BITS`]: 64-bit keys of long modes, such as darpa's 33 bits below the top
-/// digit); with more left, one MSD digit first.
+/// up to [`LSD_DIGIT_BITS`]: 64-bit keys of long modes, such as darpa's 35 bits below an 8-bit
+/// top digit); with more left, one MSD digit first.
 const LSD_MAX_BITS: u32 = 3 * LSD_DIGIT_BITS;
 /// The top digit grows (up to [`TOP_BITS_MAX`]) to leave at most this many bits: two LSD passes.
 const TOP_REST_BITS: u32 = 2 * LSD_DIGIT_BITS;
 /// Runs this short are insertion sorted.
 const INSERTION_MAX: usize = 48;
+/// The scatter narrows its digit while more top-digit buckets than this are occupied and the
+/// buckets still finish with LSD passes: each occupied bucket is a write stream in every output
+/// array, and their lines and pages fall out of L1 and its TLB as they multiply (a scatter of 2M
+/// random 32-bit keys and their values: 2.4 ns a pair into 256 buckets, 3.9 into 512, 7.4 into
+/// 1024). Repeated builds, sort phase medians at 1 thread, against 512: darpa 38.7 -> 24.4 ms
+/// (205 buckets instead of 817), the other shapes within noise.
+const SCATTER_BUCKETS_MAX: usize = 256;
 
 /// A raw pointer that may cross threads: each thread writes a disjoint set of slots.
 #[derive(Clone, Copy)]
@@ -83,6 +92,35 @@ pub fn top_digit_bits(
         bits += 1;
     }
     bits.min(key_bits)
+}
+
+/// The top digit's bits, at most `bits`, given the per-digit counts `hist` of a `bits`-bit top
+/// digit over keys of `key_bits` bits: while more than `max_buckets` digits are occupied, one
+/// bit fewer, as long as every bucket of the narrower digit still holds at most `lsd_max_len`
+/// pairs with at most `lsd_max_bits` bits below it, and the digit keeps `min_bits`.
+pub fn narrow_top_digit(
+    hist: &[usize],
+    bits: u32,
+    key_bits: u32,
+    max_buckets: usize,
+    min_bits: u32,
+    lsd_max_len: usize,
+    lsd_max_bits: u32,
+) -> u32 {
+    assert_eq!(hist.len(), 1 << bits, "one count per digit");
+    let mut counts = hist.to_vec();
+    let mut bits = bits;
+    while bits > min_bits && counts.iter().filter(|&&c| c > 0).count() > max_buckets {
+        let coarser: Vec<usize> = counts.chunks(2).map(|c| c[0] + c[1]).collect();
+        let fits =
+            key_bits - (bits - 1) <= lsd_max_bits && coarser.iter().all(|&c| c <= lsd_max_len);
+        if !fits {
+            break;
+        }
+        counts = coarser;
+        bits -= 1;
+    }
+    bits
 }
 
 /// Where the radix sort reads its input: in order, a chunk at a time, twice (once to count
@@ -369,9 +407,6 @@ fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>
         TOP_BITS_MIN,
         TOP_BITS_MAX,
     );
-    let top_shift = key_bits - top_bits;
-    let buckets = 1usize << top_bits;
-    let mask = (buckets - 1) as u32;
     let chunk_len = n.div_ceil(rayon::current_num_threads().max(1));
     let chunks: Vec<Range<usize>> = (0..n)
         .step_by(chunk_len)
@@ -379,14 +414,36 @@ fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>
         .collect();
 
     // Per-chunk histograms of the top digit, then each (chunk, digit) gets its output range.
-    let hists: Vec<Vec<usize>> = chunks
+    let fine_shift = key_bits - top_bits;
+    let fine_mask = ((1usize << top_bits) - 1) as u32;
+    let mut hists: Vec<Vec<usize>> = chunks
         .par_iter()
         .map(|c| {
-            let mut h = vec![0usize; buckets];
-            source.for_each_in(c.clone(), |p| h[p.0.digit(top_shift, mask)] += 1);
+            let mut h = vec![0usize; 1 << top_bits];
+            source.for_each_in(c.clone(), |p| h[p.0.digit(fine_shift, fine_mask)] += 1);
             h
         })
         .collect();
+    // Fewer, larger buckets where too many would be occupied (the counts merge pairwise).
+    let total: Vec<usize> = (0..1 << top_bits)
+        .map(|d| hists.iter().map(|h| h[d]).sum())
+        .collect();
+    let top_bits = narrow_top_digit(
+        &total,
+        top_bits,
+        key_bits,
+        SCATTER_BUCKETS_MAX,
+        TOP_BITS_MIN,
+        LSD_MAX_LEN,
+        LSD_MAX_BITS,
+    );
+    let top_shift = key_bits - top_bits;
+    for h in &mut hists {
+        let group = h.len() >> top_bits;
+        *h = h.chunks(group).map(|g| g.iter().sum()).collect();
+    }
+    let buckets = 1usize << top_bits;
+    let mask = (buckets - 1) as u32;
     let mut offsets = vec![vec![0usize; buckets]; hists.len()];
     let mut bucket_start = vec![0usize; buckets + 1];
     let mut running = 0;

@@ -84,14 +84,15 @@ fn every_path_of_the_bucket_sort_agrees_with_a_stable_sort() {
         .collect();
     check::<u64>(repeated.clone(), 60, 1);
     check::<u64>(repeated.repeat(5), 60, 2);
-    // Two balanced LSD passes (22 bits left under a 10-bit top digit).
+    // Two balanced 12-bit LSD passes: a 10-bit top digit, narrowed to 8 (256 occupied
+    // buckets), leaves 24 bits.
     let lsd: Vec<u128> = (0..2_000_000)
         .map(|_| rng.random::<u32>() as u128)
         .collect();
     check::<u32>(lsd, 32, 2);
     // 43-bit keys (the darpa shape's 64-bit keys): 300k pairs get 8 bits on top and 35 left,
-    // so one in-cache MSD split whose small sub-buckets are insertion sorted; 2M pairs get 10
-    // on top and exactly 33 left, three full 11-bit LSD passes.
+    // three 12-bit LSD passes over small buckets; 2M pairs get 10 on top, narrowed to 8, and
+    // the same three passes over buckets of about 8k pairs.
     let wide_lsd: Vec<u128> = (0..300_000)
         .map(|_| rng.random::<u64>() as u128 >> 21)
         .collect();
@@ -249,6 +250,27 @@ fn the_top_digit_grows_until_buckets_fit_and_few_bits_remain() {
     // (the uniform 4-D shape).
     assert_eq!(top_digit_bits(1_000_000, 35, 2048, 22, 8, 12), 9);
     assert_eq!(top_digit_bits(2_000_000, 32, 2048, 22, 8, 12), 10);
+}
+
+#[test]
+fn the_top_digit_narrows_while_too_many_buckets_are_occupied_and_buckets_still_fit() {
+    let narrow =
+        |hist: &[usize], bits, key_bits| narrow_top_digit(hist, bits, key_bits, 256, 8, 16384, 36);
+    // 1024 occupied buckets: down to 256.
+    assert_eq!(narrow(&[1; 1024], 10, 32), 8);
+    // Three of every four digits occupied (dims short of a power of two): 768, 384, 192.
+    let three_of_four: Vec<usize> = (0..1024).map(|d| usize::from(d % 4 != 3)).collect();
+    assert_eq!(narrow(&three_of_four, 10, 32), 8);
+    // 45-bit keys: 9 bits on top leave 36 for LSD passes, 8 would leave 37.
+    assert_eq!(narrow(&[1; 1024], 10, 45), 9);
+    // Buckets that would outgrow the LSD size stop the narrowing.
+    assert_eq!(narrow(&[10_000; 1024], 10, 32), 10);
+    // Few occupied digits: nothing to narrow.
+    let sparse: Vec<usize> = (0..1024).map(|d| usize::from(d < 200)).collect();
+    assert_eq!(narrow(&sparse, 10, 32), 10);
+    // Never below the minimum digit.
+    assert_eq!(narrow(&[1; 256], 8, 32), 8);
+    assert_eq!(narrow_top_digit(&[1; 512], 9, 32, 1, 8, 16384, 36), 8);
 }
 
 /// Groups cut the buckets into runs of about equal pairs, in order, empty ones allowed.
