@@ -19,7 +19,13 @@
 
 use alto_kernels::AltoIndex;
 use rayon::prelude::*;
+use split_lsd::merge_pairs;
 use std::ops::Range;
+
+mod split_lsd;
+mod top_digit;
+
+pub use top_digit::{narrow_top_digit, top_digit_bits};
 
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
 const PARALLEL_MIN: usize = 1 << 16;
@@ -69,58 +75,6 @@ impl<T> SharedOut<T> {
     fn ptr(&self) -> *mut T {
         self.0
     }
-}
-
-/// Bits of the out-of-cache top digit for `n` keys of `key_bits` bits: the fewest in
-/// `min_bits..=max_bits` that bring the average bucket to `target_bucket` pairs or fewer and
-/// leave at most `rest_bits` below the digit where `max_bits` can (so buckets finish with LSD
-/// passes rather than another MSD level), never more than the key has.
-pub fn top_digit_bits(
-    n: usize,
-    key_bits: u32,
-    target_bucket: usize,
-    rest_bits: u32,
-    min_bits: u32,
-    max_bits: u32,
-) -> u32 {
-    // Growing the digit for `rest_bits` only pays when it gets there within `max_bits`.
-    let rest_reachable = key_bits <= max_bits + rest_bits;
-    let mut bits = min_bits;
-    while bits < max_bits
-        && ((n >> bits) > target_bucket || (rest_reachable && key_bits > bits + rest_bits))
-    {
-        bits += 1;
-    }
-    bits.min(key_bits)
-}
-
-/// The top digit's bits, at most `bits`, given the per-digit counts `hist` of a `bits`-bit top
-/// digit over keys of `key_bits` bits: while more than `max_buckets` digits are occupied, one
-/// bit fewer, as long as every bucket of the narrower digit still holds at most `lsd_max_len`
-/// pairs with at most `lsd_max_bits` bits below it, and the digit keeps `min_bits`.
-pub fn narrow_top_digit(
-    hist: &[usize],
-    bits: u32,
-    key_bits: u32,
-    max_buckets: usize,
-    min_bits: u32,
-    lsd_max_len: usize,
-    lsd_max_bits: u32,
-) -> u32 {
-    assert_eq!(hist.len(), 1 << bits, "one count per digit");
-    let mut counts = hist.to_vec();
-    let mut bits = bits;
-    while bits > min_bits && counts.iter().filter(|&&c| c > 0).count() > max_buckets {
-        let coarser: Vec<usize> = counts.chunks(2).map(|c| c[0] + c[1]).collect();
-        let fits =
-            key_bits - (bits - 1) <= lsd_max_bits && coarser.iter().all(|&c| c <= lsd_max_len);
-        if !fits {
-            break;
-        }
-        counts = coarser;
-        bits -= 1;
-    }
-    bits
 }
 
 /// Where the radix sort reads its input: in order, a chunk at a time, twice (once to count
@@ -214,13 +168,15 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
         sort_in_cache(&mut pairs, &mut Vec::new(), key_bits);
         idx.resize(n, I::ZERO);
         vals.resize(n, 0.0);
-        let emitted = merge_over(&pairs, &mut idx, &mut vals);
+        let emitted = merge_pairs(&pairs, &mut idx, &mut vals);
         (vec![0], vec![emitted])
     } else {
         // The scatter writes indices and values straight into the output arrays (12 or 16
         // bytes a pair where a pair array takes 16 or 32, and no second fresh buffer to fault
-        // in); each bucket is then gathered into a per-worker scratch, sorted there while cache
-        // resident, and merged back over its own slots.
+        // in); each bucket is then sorted while cache resident, its first LSD pass reading it
+        // from there into a per-worker scratch and its last writing it back over its own slots
+        // (`split_lsd`), and merged in place. (Buckets for insertion or MSD sorts are gathered
+        // into the scratch, sorted there and merged back.)
         let sink = SplitSink {
             idx: SharedOut(idx.as_mut_ptr()),
             vals: SharedOut(vals.as_mut_ptr()),
@@ -250,6 +206,23 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
                 let mut out = 0;
                 for b in g[0]..g[1] {
                     let bucket = bucket_start[b] - base..bucket_start[b + 1] - base;
+                    if bucket.len() > INSERTION_MAX
+                        && bucket.len() <= LSD_MAX_LEN
+                        && (1..=LSD_MAX_BITS).contains(&top_shift)
+                    {
+                        // Straight from the split arrays and back (`out` is at most the
+                        // bucket's start: the slots between are free).
+                        out += split_lsd::sort_bucket_merged(
+                            &mut idx_part[out..],
+                            &mut val_part[out..],
+                            bucket.start - out,
+                            bucket.len(),
+                            top_shift,
+                            &mut pairs,
+                            &mut tmp,
+                        );
+                        continue;
+                    }
                     pairs.clear();
                     pairs.extend(
                         idx_part[bucket.clone()]
@@ -261,7 +234,7 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
                     let sorted = sort_either(&mut pairs, &mut tmp, top_shift);
                     // The bucket is in `pairs` now, and `out` is at most its start: merging
                     // over its own slots and the gap before them overwrites nothing unread.
-                    out += merge_over(sorted, &mut idx_part[out..], &mut val_part[out..]);
+                    out += merge_pairs(sorted, &mut idx_part[out..], &mut val_part[out..]);
                 }
                 out
             })
@@ -310,26 +283,6 @@ pub struct SortedMerged<I> {
     pub vals: Vec<f64>,
     /// Input pairs merged into an earlier pair of the same index.
     pub duplicates_merged: u64,
-}
-
-/// Writes sorted `pairs` (at most `idx.len()` of them) to the front of `idx` / `vals` with
-/// equal indices summed (left to right); returns how many entries it wrote.
-fn merge_over<I: AltoIndex>(pairs: &[(I, f64)], idx: &mut [I], vals: &mut [f64]) -> usize {
-    assert!(idx.len() >= pairs.len() && vals.len() >= pairs.len());
-    let mut out = 0;
-    let mut i = 0;
-    while i < pairs.len() {
-        let (x, mut v) = pairs[i];
-        i += 1;
-        while i < pairs.len() && pairs[i].0 == x {
-            v += pairs[i].1;
-            i += 1;
-        }
-        idx[out] = x;
-        vals[out] = v;
-        out += 1;
-    }
-    out
 }
 
 /// `data` cut at `starts` (ascending offsets, the first 0, the last `data.len()`): one slice

@@ -285,3 +285,62 @@ fn bucket_groups_balance_pairs() {
     // More groups than buckets: the extra ones are empty.
     assert_eq!(bucket_groups(&[0, 7, 9], 4), vec![0, 1, 1, 1, 2]);
 }
+
+/// A bucket finished from and into the split arrays equals a stable sort and merge of it,
+/// whether no pass, one, two or three passes move it, with duplicates or none, and with free
+/// slots before it or none.
+#[test]
+fn split_bucket_sort_merges_like_a_stable_sort() {
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(21);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // (key bits, how many distinct keys: 0 for fresh random keys)
+    for (bits, distinct) in [
+        (12u32, 0usize),
+        (24, 0),
+        (24, 50),
+        (36, 0),
+        (36, 300),
+        (20, 1),
+    ] {
+        for from in [0usize, 1, 700] {
+            let len = 3000;
+            let pool: Vec<u64> = (0..distinct.max(1))
+                .map(|_| rng.random::<u64>() & ((1u64 << bits) - 1))
+                .collect();
+            let keys: Vec<u64> = (0..len)
+                .map(|_| match distinct {
+                    0 => rng.random::<u64>() & ((1u64 << bits) - 1),
+                    d => pool[rng.random_range(0..d)],
+                })
+                .collect();
+            let vals: Vec<f64> = (0..len)
+                .map(|k| 1.0 / (1.0 + k as f64) + 1e16 * (k % 3) as f64)
+                .collect();
+            let mut want: Vec<(u64, f64)> =
+                keys.iter().copied().zip(vals.iter().copied()).collect();
+            want.sort_by_key(|p| p.0);
+            let mut merged: Vec<(u64, f64)> = Vec::new();
+            for (x, v) in want {
+                match merged.last_mut() {
+                    Some(last) if last.0 == x => last.1 += v,
+                    _ => merged.push((x, v)),
+                }
+            }
+            let mut idx = vec![u64::MAX; from];
+            idx.extend(&keys);
+            let mut vs = vec![f64::NAN; from];
+            vs.extend(&vals);
+            let wrote =
+                split_lsd::sort_bucket_merged(&mut idx, &mut vs, from, len, bits, &mut a, &mut b);
+            let got: Vec<(u64, f64)> = idx[..wrote]
+                .iter()
+                .copied()
+                .zip(vs[..wrote].iter().copied())
+                .collect();
+            assert!(
+                got == merged,
+                "{bits} bits, {distinct} distinct, from {from}"
+            );
+        }
+    }
+}
