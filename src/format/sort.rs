@@ -381,9 +381,10 @@ fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>
     let total: Vec<usize> = (0..1 << top_bits)
         .map(|d| hists.iter().map(|h| h[d]).sum())
         .collect();
+    let fine_bits = top_bits;
     let top_bits = narrow_top_digit(
         &total,
-        top_bits,
+        fine_bits,
         key_bits,
         SCATTER_BUCKETS_MAX,
         TOP_BITS_MIN,
@@ -391,9 +392,11 @@ fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>
         LSD_MAX_BITS,
     );
     let top_shift = key_bits - top_bits;
-    for h in &mut hists {
-        let group = h.len() >> top_bits;
-        *h = h.chunks(group).map(|g| g.iter().sum()).collect();
+    let group = 1usize << (fine_bits - top_bits);
+    if group > 1 {
+        for h in &mut hists {
+            *h = h.chunks(group).map(|g| g.iter().sum()).collect();
+        }
     }
     let buckets = 1usize << top_bits;
     let mask = (buckets - 1) as u32;
@@ -580,26 +583,47 @@ fn lsd_passes_of<I: AltoIndex, const RADIX: usize, const MAX_PASSES: usize>(
         if h.contains(&(n as u32)) {
             continue; // every key has the same digit here: nothing moves
         }
-        // The counts become each digit's next slot, in place.
-        let mut running = 0;
-        for c in h.iter_mut() {
-            let count = *c;
-            *c = running;
-            running += count;
-        }
-        let shift = k as u32 * width;
-        for &p in src.iter() {
-            let d = p.0.digit(shift, mask);
-            let slot = &mut h[d];
-            // SAFETY: as in `sort_with_scratch`: the offsets come from this data's own digit
-            // counts, so each lands in 0..n = dst.len().
-            unsafe { *dst.get_unchecked_mut(*slot as usize) = p };
-            *slot += 1;
-        }
+        counts_to_slots(h);
+        // SAFETY: `h` holds the first slots of this pass's digit counts over `src`, and
+        // `dst` is as long as `src`.
+        unsafe { scatter_pass(src, dst, h, k as u32 * width, mask) };
         std::mem::swap(&mut src, &mut dst);
         in_tmp = !in_tmp;
     }
     in_tmp
+}
+
+/// The counts become each digit's first slot, in place (an exclusive prefix sum).
+fn counts_to_slots(counts: &mut [u32]) {
+    let mut running = 0;
+    for c in counts.iter_mut() {
+        let count = *c;
+        *c = running;
+        running += count;
+    }
+}
+
+/// One stable LSD pass: each pair of `src`, in order, to the next slot of its digit (at
+/// `shift`, under `mask`) in `dst`.
+///
+/// # Safety
+/// `slots` holds the first slots ([`counts_to_slots`]) of the digit counts of `src` itself,
+/// and `dst` is at least as long as `src`: then every slot written is below `src.len()`.
+#[inline(always)]
+unsafe fn scatter_pass<I: AltoIndex>(
+    src: &[(I, f64)],
+    dst: &mut [(I, f64)],
+    slots: &mut [u32],
+    shift: u32,
+    mask: u32,
+) {
+    for &p in src {
+        let slot = &mut slots[p.0.digit(shift, mask)];
+        // SAFETY: the caller's slots come from `src`'s own digit counts, so each lands in
+        // 0..src.len(), within `dst`.
+        unsafe { *dst.get_unchecked_mut(*slot as usize) = p };
+        *slot += 1;
+    }
 }
 
 /// Stable insertion sort by index, for short runs.

@@ -4,7 +4,7 @@
 //! gathering the bucket into pairs, sorting those and merging them back, this saves two of the
 //! five passes over the bucket.
 
-use super::{LSD_DIGIT_BITS, LSD_MAX_BITS};
+use super::{counts_to_slots, scatter_pass, LSD_DIGIT_BITS, LSD_MAX_BITS};
 use alto_kernels::AltoIndex;
 
 /// Sorts the bucket at `idx[from..from + len]` / `vals[from..from + len]` stably on key bits
@@ -69,13 +69,7 @@ fn sort_bucket_with<I: AltoIndex, const MAX_PASSES: usize>(
         return merge_down(idx, vals, bucket);
     }
     for &k in &moving {
-        // The counts become each digit's next slot, in place.
-        let mut running = 0;
-        for c in hists[k][..1 << width].iter_mut() {
-            let count = *c;
-            *c = running;
-            running += count;
-        }
+        counts_to_slots(&mut hists[k][..1 << width]);
     }
     a.resize(len, (I::ZERO, 0.0));
     b.resize(len, (I::ZERO, 0.0));
@@ -98,13 +92,9 @@ fn sort_bucket_with<I: AltoIndex, const MAX_PASSES: usize>(
     }
     // Middle passes ping-pong between the pair buffers.
     for &k in &moving[1..moving.len() - 1] {
-        let (h, shift) = (&mut hists[k], k as u32 * width);
-        for &p in src.iter() {
-            let slot = &mut h[p.0.digit(shift, mask)];
-            // SAFETY: as in the first pass: every slot is below len = dst.len().
-            unsafe { *dst.get_unchecked_mut(*slot as usize) = p };
-            *slot += 1;
-        }
+        // SAFETY: `hists[k]` holds the first slots of this pass's digit counts over the
+        // bucket, which `src` holds reordered, and `dst` is as long as `src`.
+        unsafe { scatter_pass(src, dst, &mut hists[k], k as u32 * width, mask) };
         std::mem::swap(&mut src, &mut dst);
     }
     // Last pass: into the output slots (`from` is read already, the slots before it free).
