@@ -313,9 +313,95 @@ pub fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(
         })
 }
 
+/// Faults in the pages of `v`'s spare capacity up front, split over the current rayon pool, for
+/// a buffer that is about to be written whole (the build's keys, indices and values).
+///
+/// A fresh allocation's first writes fault one page at a time. Under KVM each of those costs
+/// about 1.5 µs a 4 KiB page, and in the middle of a scatter it also evicts the lines and TLB
+/// entries the scatter streams through. Asking for the pages in a few large
+/// `MADV_POPULATE_WRITE` calls costs less (32 MiB: 11 ms against 15 for first writes; cold
+/// builds, 2M nonzeros, one per process, medians of 7-11: skewed 3-D at 1 thread 42.2 -> 35.7
+/// ms, at 2 threads 29.0 -> 25.5; nell-2 at 2 threads 33.7 -> 28.1). Pages already resident
+/// (memory the allocator reuses) are left alone, since asking for them still costs about
+/// 0.3 µs a page; `mincore` tells them apart for 0.03 ms a 32 MiB. Where the kernel lacks
+/// either call (Linux before 5.14, other systems) the pages fault as before: only the speed
+/// differs.
+pub fn populate_spare_capacity<T: Send>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        use rayon::prelude::*;
+        // SAFETY: sysconf only reads a constant of the process.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            p if p > 0 => p as usize,
+            _ => return,
+        };
+        let spare = v.spare_capacity_mut();
+        let start = spare.as_mut_ptr() as usize;
+        let end = start + std::mem::size_of_val(spare);
+        let (first, last) = (start.next_multiple_of(page), end / page * page);
+        if last <= first {
+            return;
+        }
+        let pages = (last - first) / page;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: `first..last` is page-aligned and inside `v`'s allocation, and `resident` has
+        // the one byte per page mincore writes.
+        let rc = unsafe {
+            libc::mincore(
+                first as *mut libc::c_void,
+                last - first,
+                resident.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return;
+        }
+        // A few calls a thread, so one preempted thread does not hold up the rest; each asks
+        // for its part's span from the first page not resident to the last.
+        let parts = (rayon::current_num_threads().max(1) * 4).min(pages);
+        (0..parts).into_par_iter().for_each(|i| {
+            let part = pages * i / parts..pages * (i + 1) / parts;
+            let absent = |p: &usize| resident[*p] & 1 == 0;
+            let (Some(a), Some(b)) = (part.clone().find(absent), part.rev().find(absent)) else {
+                return;
+            };
+            // SAFETY: pages `a..=b` lie inside `v`'s spare capacity, which the `&mut` borrow
+            // makes ours alone and nothing reads; MADV_POPULATE_WRITE maps them as a write
+            // would, without changing their contents. It may fail (EINVAL on kernels without
+            // it); the buffer is then as before, so the result is ignored.
+            unsafe {
+                libc::madvise(
+                    (first + a * page) as *mut libc::c_void,
+                    (b + 1 - a) * page,
+                    libc::MADV_POPULATE_WRITE,
+                )
+            };
+        });
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = v;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn populating_spare_capacity_keeps_contents_and_length() {
+        let mut v: Vec<u64> = (0..1000).collect();
+        v.reserve(1 << 20);
+        let cap = v.capacity();
+        populate_spare_capacity(&mut v);
+        assert_eq!((v.len(), v.capacity()), (1000, cap));
+        assert!(v.iter().copied().eq(0..1000));
+        v.extend(1000..cap as u64);
+        assert!(v.iter().copied().eq(0..cap as u64));
+        // Nothing spare: nothing to do.
+        let mut full = vec![7u8; 3];
+        full.shrink_to_fit();
+        populate_spare_capacity(&mut full);
+        assert_eq!(full, [7, 7, 7]);
+    }
 
     #[test]
     fn sizes_parse_with_binary_units() {

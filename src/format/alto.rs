@@ -334,6 +334,7 @@ impl<'a, I: HwBits> EncodedCoo<'a, I> {
         const CHUNK: usize = 1 << 14;
         let n = self.vals.len();
         let mut items: Vec<T> = Vec::with_capacity(n);
+        crate::memory::populate_spare_capacity(&mut items);
         items.spare_capacity_mut()[..n]
             .par_chunks_mut(CHUNK)
             .enumerate()

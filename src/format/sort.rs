@@ -17,6 +17,7 @@
 //! unsorted pairs are never stored as pairs; [`radix_sort_pairs`] sorts a stored vector the same
 //! way.
 
+use crate::memory::populate_spare_capacity;
 use alto_kernels::AltoIndex;
 use rayon::prelude::*;
 use split_lsd::merge_pairs;
@@ -114,6 +115,7 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
         return pairs;
     }
     let mut pairs: Vec<(I, f64)> = Vec::with_capacity(n);
+    populate_spare_capacity(&mut pairs);
     let sink = PairSink {
         pairs: SharedOut(pairs.as_mut_ptr()),
         len: n,
@@ -149,6 +151,10 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
     let n = source.len();
     let mut idx: Vec<I> = Vec::with_capacity(n);
     let mut vals: Vec<f64> = Vec::with_capacity(n);
+    rayon::join(
+        || populate_spare_capacity(&mut idx),
+        || populate_spare_capacity(&mut vals),
+    );
     let (starts, emitted): (Vec<usize>, Vec<usize>) = if n < PARALLEL_MIN || key_bits <= DIGIT_BITS
     {
         let mut pairs = Vec::with_capacity(n);
