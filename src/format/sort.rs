@@ -240,8 +240,10 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
     let mut total = 0;
     for (&start, &len) in starts.iter().zip(&emitted) {
         if start != total {
-            idx.copy_within(start..start + len, total);
-            vals.copy_within(start..start + len, total);
+            rayon::join(
+                || move_down(&mut idx, start, total, len),
+                || move_down(&mut vals, start, total, len),
+            );
         }
         total += len;
     }
@@ -253,6 +255,39 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
         duplicates_merged: (n - total) as u64,
     }
 }
+
+/// Moves `data[from..from + len]` down to `to` (`to <= from`), in parallel blocks where it is
+/// long: each block first keeps its first `from - to` items aside and shifts the rest within
+/// itself, then every block's kept items go to the slots just below it, which its lower
+/// neighbour's shift (or the gap, for the first) has freed.
+fn move_down<T: Copy + Send + Sync>(data: &mut [T], from: usize, to: usize, len: usize) {
+    assert!(
+        to <= from && from + len <= data.len(),
+        "a move down inside the data"
+    );
+    let shift = from - to;
+    let threads = rayon::current_num_threads();
+    let block = len.div_ceil(threads.max(1)).max(MOVE_BLOCK_MIN);
+    if shift == 0 || threads == 1 || len <= block || shift > block / 8 {
+        data.copy_within(from..from + len, to);
+        return;
+    }
+    let kept: Vec<Vec<T>> = data[from..from + len]
+        .par_chunks_mut(block)
+        .map(|b| {
+            let head = b[..shift.min(b.len())].to_vec();
+            b.copy_within(shift.min(b.len()).., 0);
+            head
+        })
+        .collect();
+    data[to..to + len]
+        .par_chunks_mut(block)
+        .zip(kept)
+        .for_each(|(b, head)| b[..head.len()].copy_from_slice(&head));
+}
+
+/// Below this many items per thread a move down runs on one thread.
+const MOVE_BLOCK_MIN: usize = 1 << 15;
 
 /// Bucket indices cutting the buckets (`bucket_start`: ascending pair offsets, the last the
 /// total) into `groups` runs of consecutive buckets with about equal pairs: `groups + 1`

@@ -344,3 +344,36 @@ fn split_bucket_sort_merges_like_a_stable_sort() {
         }
     }
 }
+
+#[test]
+fn a_parallel_move_down_matches_copy_within() {
+    for threads in [1, 2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        // Blocks of 32768 with a short last one (shorter than the shift), shifts within a
+        // block, one too large for the blocked move, no shift, and a move too short to split.
+        for (len, shift) in [
+            (65_636, 1_000),
+            (65_636, 0),
+            (200_000, 4_095),
+            (200_000, 30_000),
+            (100, 7),
+        ] {
+            let to = 13;
+            let from = to + shift;
+            let data: Vec<u64> = (0..(from + len + 5) as u64)
+                .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                .collect();
+            let mut want = data.clone();
+            want.copy_within(from..from + len, to);
+            let mut got = data.clone();
+            pool.install(|| move_down(&mut got, from, to, len));
+            assert!(
+                got[..to + len] == want[..to + len] && got[from + len..] == data[from + len..],
+                "{threads} threads, len {len}, shift {shift}"
+            );
+        }
+    }
+}
