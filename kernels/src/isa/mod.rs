@@ -152,6 +152,26 @@ impl Avx2Fma {
     pub fn bmi2(self) -> Bmi2 {
         Bmi2 { _private: () }
     }
+
+    /// Runs `f` inside a function compiled with every feature this token proves, so plain
+    /// loops reached from `f` vectorize with AVX2 (the baseline x86-64 target has no unsigned
+    /// 32-bit min or max in vector registers, so such a loop stays scalar there). As with
+    /// [`Bmi2::run`], put the loop in an `#[inline(always)]` function and call it from `f`.
+    #[inline(always)]
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
+            #[inline]
+            fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            // SAFETY: holding `self` proves the CPU has every feature enabled above.
+            unsafe { with_avx2(f) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        f()
+    }
 }
 
 /// Proof that the CPU has AVX-512F (512-bit `zmm` registers, opmask loads and stores) as well as
