@@ -27,7 +27,7 @@ mod scatter;
 mod split_lsd;
 mod top_digit;
 
-use scatter::{scatter_top_digit, PairSink, SharedOut, SplitSink, TopDigitCounts};
+use scatter::{scatter_top_digit, PairSink, SharedOut, SplitSink};
 pub use top_digit::{narrow_top_digit, top_digit_bits};
 
 /// Below this many pairs a sequential sort is faster than setting up parallel passes.
@@ -120,8 +120,7 @@ pub fn radix_sort_from<I: AltoIndex, S: PairSource<I> + ?Sized>(
         pairs: SharedOut(pairs.as_mut_ptr()),
         len: n,
     };
-    let counts = TopDigitCounts::count(source, key_bits);
-    let (bucket_start, top_shift) = scatter_top_digit(source, counts, &sink);
+    let (bucket_start, top_shift) = scatter_top_digit(source, key_bits, &sink);
     // SAFETY: the scatter wrote every slot of 0..n (it checks that each (chunk, digit) range
     // was filled exactly before it returns).
     unsafe { pairs.set_len(n) };
@@ -151,10 +150,6 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
     let n = source.len();
     let mut idx: Vec<I> = Vec::with_capacity(n);
     let mut vals: Vec<f64> = Vec::with_capacity(n);
-    rayon::join(
-        || populate_spare_capacity(&mut idx),
-        || populate_spare_capacity(&mut vals),
-    );
     let (starts, emitted): (Vec<usize>, Vec<usize>) = if n < PARALLEL_MIN || key_bits <= DIGIT_BITS
     {
         let mut pairs = Vec::with_capacity(n);
@@ -171,13 +166,16 @@ pub fn radix_sort_merged<I: AltoIndex, S: PairSource<I> + ?Sized>(
         // from there into a per-worker scratch and its last writing it back over its own slots
         // (`split_lsd`), and merged in place. (Buckets for insertion or MSD sorts are gathered
         // into the scratch, sorted there and merged back.)
+        rayon::join(
+            || populate_spare_capacity(&mut idx),
+            || populate_spare_capacity(&mut vals),
+        );
         let sink = SplitSink {
             idx: SharedOut(idx.as_mut_ptr()),
             vals: SharedOut(vals.as_mut_ptr()),
             len: n,
         };
-        let counts = TopDigitCounts::count(source, key_bits);
-        let (bucket_start, top_shift) = scatter_top_digit(source, counts, &sink);
+        let (bucket_start, top_shift) = scatter_top_digit(source, key_bits, &sink);
         // SAFETY: the scatter wrote every slot of 0..n of both arrays (it checks that each
         // (chunk, digit) range was filled exactly before it returns).
         unsafe {
@@ -266,9 +264,11 @@ fn move_down<T: Copy + Send + Sync>(data: &mut [T], from: usize, to: usize, len:
         "a move down inside the data"
     );
     let shift = from - to;
-    let threads = rayon::current_num_threads();
-    let block = len.div_ceil(threads.max(1)).max(MOVE_BLOCK_MIN);
-    if shift == 0 || threads == 1 || len <= block || shift > block / 8 {
+    // One thread: one block as long as the move, which takes the plain path.
+    let block = len
+        .div_ceil(rayon::current_num_threads())
+        .max(MOVE_BLOCK_MIN);
+    if shift == 0 || len <= block || shift > block / 8 {
         data.copy_within(from..from + len, to);
         return;
     }

@@ -69,81 +69,43 @@ impl<I: Send> ScatterSink<I> for SplitSink<I> {
     }
 }
 
-/// Per-chunk counts of the top digit before narrowing: what the scatter needs from its first
-/// read of the input.
-pub(super) struct TopDigitCounts {
-    /// The chunks the scatter reads, one per worker, tiling `0..n` in order.
-    chunks: Vec<Range<usize>>,
-    /// Bits of the counted digit, the top ones of the key's `key_bits`.
-    fine_bits: u32,
-    key_bits: u32,
-    /// Chunk `c`'s count of digit `d` at `hists[c][d]`.
-    hists: Vec<Vec<usize>>,
-}
-
-impl TopDigitCounts {
-    /// The counts of `source`'s keys (`key_bits` bits; at least
-    /// [`PARALLEL_MIN`](super::PARALLEL_MIN) pairs, more than [`DIGIT_BITS`](super::DIGIT_BITS)
-    /// bits) in one read of it, one chunk per worker of the current pool.
-    pub(super) fn count<I: AltoIndex, S: PairSource<I> + ?Sized>(
-        source: &S,
-        key_bits: u32,
-    ) -> Self {
-        let n = source.len();
-        let fine_bits = top_digit_bits(
-            n,
-            key_bits,
-            BUCKET_TARGET,
-            TOP_REST_BITS,
-            TOP_BITS_MIN,
-            TOP_BITS_MAX,
-        );
-        let chunk_len = n.div_ceil(rayon::current_num_threads().max(1)).max(1);
-        let chunks: Vec<Range<usize>> = (0..n)
-            .step_by(chunk_len)
-            .map(|a| a..(a + chunk_len).min(n))
-            .collect();
-        let (shift, mask) = (key_bits - fine_bits, (1u32 << fine_bits) - 1);
-        let hists = chunks
-            .par_iter()
-            .map(|c| {
-                let mut h = vec![0usize; 1 << fine_bits];
-                source.for_each_in(c.clone(), |p| h[p.0.digit(shift, mask)] += 1);
-                h
-            })
-            .collect();
-        TopDigitCounts {
-            chunks,
-            fine_bits,
-            key_bits,
-            hists,
-        }
-    }
-}
-
-/// The scatter over `source` into `sink`, which must have room for `source.len()` pairs, given
-/// [`TopDigitCounts::count`] of the same source: the pairs land scattered by their top digit
-/// (stably), bucket `d` at `bucket_start[d]..bucket_start[d + 1]`, each still to sort on its low
-/// `top_shift` bits. Returns `(bucket_start, top_shift)`; every slot has been written when it
-/// returns, and a source that disagrees with its counts panics rather than leave a slot
-/// unwritten or write one twice.
+/// The histogram and scatter passes over `source` (at least
+/// [`PARALLEL_MIN`](super::PARALLEL_MIN) pairs, more than [`DIGIT_BITS`](super::DIGIT_BITS) key
+/// bits) into `sink`, which must have room for `source.len()` pairs: the pairs land scattered by
+/// their top digit (stably), bucket `d` at `bucket_start[d]..bucket_start[d + 1]`, each still to
+/// sort on its low `top_shift` bits. Returns `(bucket_start, top_shift)`; every slot has been
+/// written when it returns, and a source that yields other pairs the second time panics rather
+/// than leave a slot unwritten or write one twice.
 pub(super) fn scatter_top_digit<I: AltoIndex, S: PairSource<I> + ?Sized, K: ScatterSink<I>>(
     source: &S,
-    counts: TopDigitCounts,
+    key_bits: u32,
     sink: &K,
 ) -> (Vec<usize>, u32) {
     let n = source.len();
-    let TopDigitCounts {
-        chunks,
-        fine_bits,
-        key_bits,
-        mut hists,
-    } = counts;
-    assert_eq!(
-        chunks.last().map_or(0, |c| c.end),
+    let fine_bits = top_digit_bits(
         n,
-        "the counts cover another number of pairs"
+        key_bits,
+        BUCKET_TARGET,
+        TOP_REST_BITS,
+        TOP_BITS_MIN,
+        TOP_BITS_MAX,
     );
+    let chunk_len = n.div_ceil(rayon::current_num_threads().max(1)).max(1);
+    let chunks: Vec<Range<usize>> = (0..n)
+        .step_by(chunk_len)
+        .map(|a| a..(a + chunk_len).min(n))
+        .collect();
+
+    // Per-chunk histograms of the top digit, then each (chunk, digit) gets its output range.
+    let (fine_shift, fine_mask) = (key_bits - fine_bits, (1u32 << fine_bits) - 1);
+    let mut hists: Vec<Vec<usize>> = chunks
+        .par_iter()
+        .map(|c| {
+            let mut h = vec![0usize; 1 << fine_bits];
+            source.for_each_in(c.clone(), |p| h[p.0.digit(fine_shift, fine_mask)] += 1);
+            h
+        })
+        .collect();
     // Fewer, larger buckets where too many would be occupied (the counts merge pairwise).
     let total: Vec<usize> = (0..1 << fine_bits)
         .map(|d| hists.iter().map(|h| h[d]).sum())
