@@ -16,8 +16,8 @@
 
 use alto_kernels::index::pdep_soft_u128;
 use alto_kernels::{
-    run_segment, AnyDecoder, Bmi2, Decode, DecodeKind, HwBits, Isa, KernelId, PlainRows, RankSpec,
-    SegmentInput,
+    run_segment, AnyDecoder, Bmi2, Decode, DecodeKind, HwBits, Isa, KernelId, KernelIndex,
+    PlainRows, RankSpec, SegmentInput,
 };
 use divan::counter::ItemsCount;
 use divan::{black_box, Bencher};
@@ -287,7 +287,7 @@ fn unavailable(step: &Step) -> Option<String> {
 
 /// One segment MTTKRP of `target` into `out` (zeroed first).
 #[allow(clippy::too_many_arguments)]
-fn mttkrp<I: HwBits>(
+fn mttkrp<I: KernelIndex>(
     kernel: KernelId,
     dec: &AnyDecoder<I>,
     t: &Alto<I>,

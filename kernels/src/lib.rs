@@ -31,7 +31,9 @@ pub use decode::{
 pub use index::AltoIndex;
 pub use isa::{Avx2Fma, Avx512, Bmi2Body, CpuIdentity, Fma, Scalar};
 pub use mttkrp::{
-    default_decode_kind, run_segment, AnyDecoder, DecodeKind, Isa, KernelError, KernelId, RankSpec,
-    SegmentInput, DEFAULT_PREFETCH, SPECIALIZED_RANKS,
+    default_decode_kind, run_segment, AnyDecoder, DecodeKind, Isa, KernelError, KernelId,
+    KernelIndex, RankSpec, SegmentInput, DEFAULT_PREFETCH, SPECIALIZED_RANKS,
 };
-pub use sink::{as_atomic, AtomicRows, FlaggedRows, PlainRows, RowSink, RowWindow};
+pub use sink::{
+    as_atomic, AnyRows, AtomicRows, FlaggedRows, PlainRows, RowSink, RowWindow, SegmentSink,
+};

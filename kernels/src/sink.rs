@@ -6,6 +6,10 @@
 //! - [`AtomicRows`]: the shared output, every add atomic (compare-and-swap on the f64 bits).
 //! - [`FlaggedRows`]: the shared output; atomic only for boundary nonzeros, whose output row is
 //!   touched by more than one segment, plain adds for internal ones.
+//!
+//! The compiled MTTKRP kernels take [`AnyRows`], one of the three chosen at run time (a
+//! [`SegmentSink`] turns each into it), so each kernel is built once per index width rather
+//! than once per sink type.
 
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -132,6 +136,19 @@ impl<'a> PlainRows<'a> {
             first_row,
             rank,
             rows,
+            _data: PhantomData,
+        }
+    }
+
+    /// The same rows for a shorter borrow (what [`SegmentSink::as_any`] hands the kernels).
+    #[inline]
+    pub fn reborrow(&mut self) -> PlainRows<'_> {
+        PlainRows {
+            ptr: self.ptr,
+            len: self.len,
+            first_row: self.first_row,
+            rank: self.rank,
+            rows: self.rows,
             _data: PhantomData,
         }
     }
@@ -289,6 +306,15 @@ impl<'a> FlaggedRows<'a> {
     pub unsafe fn new(data: &'a [AtomicU64], rank: usize) -> Self {
         FlaggedRows { data, rank }
     }
+
+    /// The same view for a shorter borrow: `&mut self` keeps it the segment's only one.
+    #[inline]
+    pub fn reborrow(&mut self) -> FlaggedRows<'_> {
+        FlaggedRows {
+            data: self.data,
+            rank: self.rank,
+        }
+    }
 }
 
 impl RowSink for FlaggedRows<'_> {
@@ -334,5 +360,101 @@ impl RowSink for FlaggedRows<'_> {
     #[inline(always)]
     fn is_plain(&self, boundary: bool) -> bool {
         !boundary
+    }
+}
+
+/// One of the three sinks, chosen at run time: the sink type of the compiled kernels.
+///
+/// The per-nonzero loop reads the window once per segment and the helper flag per nonzero
+/// (see [`RowSink::is_plain`]); only the staged adds (atomic or boundary rows) match on the
+/// variant, next to a compare-and-swap that costs far more.
+pub enum AnyRows<'a> {
+    Plain(PlainRows<'a>),
+    Atomic(AtomicRows<'a>),
+    Flagged(FlaggedRows<'a>),
+}
+
+impl RowSink for AnyRows<'_> {
+    #[inline(always)]
+    fn add(&mut self, row: u64, col0: usize, contrib: &[f64], boundary: bool) {
+        match self {
+            AnyRows::Plain(s) => s.add(row, col0, contrib, boundary),
+            AnyRows::Atomic(s) => s.add(row, col0, contrib, boundary),
+            AnyRows::Flagged(s) => s.add(row, col0, contrib, boundary),
+        }
+    }
+
+    #[inline(always)]
+    fn plain_row(&mut self, row: u64, boundary: bool) -> Option<&mut [f64]> {
+        match self {
+            AnyRows::Plain(s) => s.plain_row(row, boundary),
+            AnyRows::Atomic(s) => s.plain_row(row, boundary),
+            AnyRows::Flagged(s) => s.plain_row(row, boundary),
+        }
+    }
+
+    #[inline]
+    fn window(&mut self) -> RowWindow {
+        match self {
+            AnyRows::Plain(s) => s.window(),
+            AnyRows::Atomic(s) => s.window(),
+            AnyRows::Flagged(s) => s.window(),
+        }
+    }
+
+    #[inline(always)]
+    fn is_plain(&self, boundary: bool) -> bool {
+        match self {
+            AnyRows::Plain(s) => s.is_plain(boundary),
+            AnyRows::Atomic(s) => s.is_plain(boundary),
+            AnyRows::Flagged(s) => s.is_plain(boundary),
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::PlainRows<'_> {}
+    impl Sealed for super::AtomicRows<'_> {}
+    impl Sealed for super::FlaggedRows<'_> {}
+    impl Sealed for super::AnyRows<'_> {}
+}
+
+/// The sinks [`run_segment`](crate::run_segment) accepts: each lends itself as an [`AnyRows`]
+/// for the call.
+pub trait SegmentSink: RowSink + sealed::Sealed {
+    /// This sink as an [`AnyRows`], borrowed for the call.
+    fn as_any(&mut self) -> AnyRows<'_>;
+}
+
+impl SegmentSink for PlainRows<'_> {
+    #[inline]
+    fn as_any(&mut self) -> AnyRows<'_> {
+        AnyRows::Plain(self.reborrow())
+    }
+}
+
+impl SegmentSink for AtomicRows<'_> {
+    #[inline]
+    fn as_any(&mut self) -> AnyRows<'_> {
+        AnyRows::Atomic(*self)
+    }
+}
+
+impl SegmentSink for FlaggedRows<'_> {
+    #[inline]
+    fn as_any(&mut self) -> AnyRows<'_> {
+        AnyRows::Flagged(self.reborrow())
+    }
+}
+
+impl SegmentSink for AnyRows<'_> {
+    #[inline]
+    fn as_any(&mut self) -> AnyRows<'_> {
+        match self {
+            AnyRows::Plain(s) => AnyRows::Plain(s.reborrow()),
+            AnyRows::Atomic(s) => AnyRows::Atomic(*s),
+            AnyRows::Flagged(s) => AnyRows::Flagged(s.reborrow()),
+        }
     }
 }

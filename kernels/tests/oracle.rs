@@ -12,8 +12,8 @@
 
 use alto_kernels::index::{pdep_soft_u128, pext_soft_u128};
 use alto_kernels::{
-    as_atomic, run_segment, AnyDecoder, AtomicRows, Bmi2, DecodeKind, FlaggedRows, HwBits, Isa,
-    KernelError, KernelId, PlainRows, RankSpec, SegmentInput,
+    as_atomic, run_segment, AnyDecoder, AtomicRows, Bmi2, DecodeKind, FlaggedRows, Isa,
+    KernelError, KernelId, KernelIndex, PlainRows, RankSpec, SegmentInput,
 };
 
 /// Every rank shape: one column, tails of every length, the specialized ranks, ranks between
@@ -180,7 +180,7 @@ const SINKS: [SinkKind; 4] = [
 
 /// Runs one kernel over the case through `sink`, returning the output.
 #[allow(clippy::too_many_arguments)]
-fn run<I: HwBits>(
+fn run<I: KernelIndex>(
     kernel: KernelId,
     dec: &AnyDecoder<I>,
     c: &Case,
@@ -288,7 +288,7 @@ fn decoders() -> Vec<DecodeKind> {
 }
 
 /// Checks every variant of `isa` on one case and index width `I`; returns the runs checked.
-fn check_case<I: HwBits>(isa: Isa, c: &Case, seed: u64) -> usize {
+fn check_case<I: KernelIndex>(isa: Isa, c: &Case, seed: u64) -> usize {
     let masks: Vec<I> = c.masks.iter().map(|&m| I::from_u128(m)).collect();
     let idx: Vec<I> = c.idx.iter().map(|&x| I::from_u128(x)).collect();
     let prefetches: &[usize] = if emulated() { &[0] } else { &[0, 3] };

@@ -22,7 +22,7 @@ use crate::with_alto;
 use alto_kernels::Isa;
 use alto_kernels::{
     as_atomic, run_segment, AlignedBuf, AnyDecoder, AtomicRows, DecodeKind, FlaggedRows, HwBits,
-    KernelError, KernelId, RowSink, SegmentInput, DEFAULT_PREFETCH,
+    KernelError, KernelId, KernelIndex, SegmentInput, SegmentSink, DEFAULT_PREFETCH,
 };
 use rayon::prelude::*;
 use std::ops::Range;
@@ -209,7 +209,7 @@ pub fn plan<I: HwBits>(
 }
 
 /// The generic driver behind [`mttkrp`].
-pub fn mttkrp_alto<I: HwBits>(
+pub fn mttkrp_alto<I: KernelIndex>(
     t: &AltoTensor<I>,
     factors: &[Matrix],
     mode: usize,
@@ -240,7 +240,7 @@ pub fn mttkrp_values(
 
 /// The generic driver behind [`mttkrp_profiled`].
 #[allow(clippy::too_many_arguments)]
-pub fn mttkrp_alto_profiled<I: HwBits>(
+pub fn mttkrp_alto_profiled<I: KernelIndex>(
     t: &AltoTensor<I>,
     factors: &[Matrix],
     mode: usize,
@@ -266,7 +266,7 @@ pub fn mttkrp_alto_profiled<I: HwBits>(
 /// The driver over the values `vals` (the tensor's, or weights in their place), reporting each
 /// parallel region's work to `clock`.
 #[allow(clippy::too_many_arguments)]
-fn drive<I: HwBits, C: Clock>(
+fn drive<I: KernelIndex, C: Clock>(
     t: &AltoTensor<I>,
     vals: &[f64],
     factors: &[Matrix],
@@ -338,7 +338,7 @@ fn drive<I: HwBits, C: Clock>(
 /// The driver's work at row width `rank` (the caller's or the padded one), on factor rows
 /// `factors` (the target's is not read) and values `vals` into `out`.
 #[allow(clippy::too_many_arguments)]
-fn drive_rows<I: HwBits, C: Clock>(
+fn drive_rows<I: KernelIndex, C: Clock>(
     t: &AltoTensor<I>,
     vals: &[f64],
     run: &MttkrpRun,
@@ -396,7 +396,7 @@ fn drive_rows<I: HwBits, C: Clock>(
 }
 
 /// What every segment task of one call shares: the kernel and its inputs.
-struct SegmentRunner<'a, I: HwBits> {
+struct SegmentRunner<'a, I: KernelIndex> {
     t: &'a AltoTensor<I>,
     /// One value per nonzero of `t` (its own, or weights).
     vals: &'a [f64],
@@ -409,9 +409,9 @@ struct SegmentRunner<'a, I: HwBits> {
     prefetch: usize,
 }
 
-impl<I: HwBits> SegmentRunner<'_, I> {
+impl<I: KernelIndex> SegmentRunner<'_, I> {
     /// The kernel over the nonzeros `range` (a segment or a chunk of one), into `sink`.
-    fn run<S: RowSink>(
+    fn run<S: SegmentSink>(
         &self,
         range: Range<usize>,
         sink: &mut S,
@@ -433,7 +433,7 @@ impl<I: HwBits> SegmentRunner<'_, I> {
 /// output through its own sink. The rows a segment alone touches are zeroed by that segment,
 /// chunk by chunk just ahead of its kernel ([`super::zeroing`]), when `lazy_chunk` is not 0;
 /// every other row is zeroed before the segments start.
-fn shared_output<I: HwBits, C: Clock>(
+fn shared_output<I: KernelIndex, C: Clock>(
     runner: &SegmentRunner<'_, I>,
     out: &mut Matrix,
     sync: ConflictResolution,
@@ -496,7 +496,7 @@ fn shared_output<I: HwBits, C: Clock>(
 
 /// Segment `p` into `sink`; with `lazy` (the segment's private rows), chunk by chunk, each
 /// chunk's not yet zeroed private rows zeroed just before it runs, the rest after the last.
-fn run_zeroing_ahead<I: HwBits, S: RowSink, C: Clock>(
+fn run_zeroing_ahead<I: KernelIndex, S: SegmentSink, C: Clock>(
     runner: &SegmentRunner<'_, I>,
     p: usize,
     lazy: Option<LazyZero>,

@@ -156,13 +156,7 @@ impl<T: SimdF64, const NV: usize, const BLOCKS: usize> Columns<T> for FixedColum
     ) {
         let block = NV * T::LANES;
         let rank = block * BLOCKS;
-        // A runtime check, not a `const` assertion: the `pulp` tier picks `NV` and `BLOCKS` by
-        // the lane count at run time, so layouts too wide for some `T` are instantiated (never
-        // run) too. The operands are constants: the check folds away where it holds.
-        assert!(
-            rank <= MAX_FIXED_RANK,
-            "fixed rank {rank} over {MAX_FIXED_RANK}"
-        );
+        const { assert!(NV * T::LANES * BLOCKS <= MAX_FIXED_RANK) };
         let mut row = [0.0f64; MAX_FIXED_RANK];
         let r = row.as_mut_ptr();
         for b in 0..BLOCKS {
@@ -170,6 +164,119 @@ impl<T: SimdF64, const NV: usize, const BLOCKS: usize> Columns<T> for FixedColum
             unsafe { tile_stage::<T, NV>(simd, v, heads, last, r.add(b * block), b * block) };
         }
         sink.add(target, 0, &row[..rank], boundary);
+    }
+}
+
+/// A rank `R` fixed at compile time for whatever lane count `T` has: blocks of
+/// `min(TILE, R / LANES)` vectors, each block's accumulators in registers, fully unrolled (the
+/// vector counts are constants once `T` is known). [`FixedColumns`] for a tier whose lane
+/// count is a type parameter (`pulp`): one instantiation per rank, where spelling the layout
+/// as `<NV, BLOCKS>` needs one per rank and possible lane count.
+#[derive(Clone, Copy)]
+pub(crate) struct RankColumns<const R: usize>;
+
+impl<const R: usize> RankColumns<R> {
+    /// Vectors per block at `lanes` doubles per vector.
+    const fn block_vectors(lanes: usize) -> usize {
+        let v = R / lanes;
+        if v < TILE {
+            v
+        } else {
+            TILE
+        }
+    }
+
+    /// Checks the layout for `T` (at compile time) and gives (vectors per block, blocks).
+    #[inline(always)]
+    fn layout<T: SimdF64>() -> (usize, usize) {
+        const {
+            let nv = Self::block_vectors(T::LANES);
+            assert!(nv > 0 && R.is_multiple_of(nv * T::LANES) && R <= MAX_FIXED_RANK);
+        };
+        let nv = Self::block_vectors(T::LANES);
+        (nv, R / (nv * T::LANES))
+    }
+}
+
+/// [`product`] over the first `n <= TILE` vectors of a tile: with `n` a constant of the caller
+/// the loops unroll and the unused accumulators vanish.
+///
+/// # Safety
+/// Every pointer in `rows` must be valid for reading `off + n * LANES` doubles.
+#[inline(always)]
+unsafe fn product_upto<T: SimdF64>(
+    simd: T,
+    v: f64,
+    rows: &[*const f64],
+    off: usize,
+    n: usize,
+) -> [T::V; TILE] {
+    let mut acc = [simd.splat(v); TILE];
+    for &row in rows {
+        for (c, a) in acc.iter_mut().enumerate().take(n) {
+            // SAFETY: `c < n`: the caller guarantees the row holds `off + n * LANES` doubles.
+            *a = simd.mul(*a, unsafe { simd.load(row.add(off + c * T::LANES)) });
+        }
+    }
+    acc
+}
+
+impl<T: SimdF64, const R: usize> Columns<T> for RankColumns<R> {
+    #[inline(always)]
+    fn rank(&self) -> usize {
+        R
+    }
+
+    #[inline(always)]
+    unsafe fn fma_into(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        out: *mut f64,
+    ) {
+        let (nv, blocks) = Self::layout::<T>();
+        for b in 0..blocks {
+            let off = b * nv * T::LANES;
+            // SAFETY: `off + nv * LANES <= R`, which the caller's rows hold.
+            let acc = unsafe { product_upto(simd, v, heads, off, nv) };
+            for (c, a) in acc.into_iter().enumerate().take(nv) {
+                let o = off + c * T::LANES;
+                // SAFETY: `o + LANES <= R`, within `last` and `out` (caller).
+                unsafe {
+                    let y = simd.fmadd(a, simd.load(last.add(o)), simd.load(out.add(o)));
+                    simd.store(out.add(o), y);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn add_staged<S: RowSink>(
+        &self,
+        simd: T,
+        v: f64,
+        heads: &[*const f64],
+        last: *const f64,
+        sink: &mut S,
+        target: u64,
+        boundary: bool,
+    ) {
+        let (nv, blocks) = Self::layout::<T>();
+        let mut row = [0.0f64; MAX_FIXED_RANK];
+        let r = row.as_mut_ptr();
+        for b in 0..blocks {
+            let off = b * nv * T::LANES;
+            // SAFETY: as in `fma_into`; `row` holds `R <= MAX_FIXED_RANK` doubles.
+            let acc = unsafe { product_upto(simd, v, heads, off, nv) };
+            for (c, a) in acc.into_iter().enumerate().take(nv) {
+                let o = off + c * T::LANES;
+                // SAFETY: `o + LANES <= R`, within `last` (caller) and `row`.
+                unsafe { simd.store(r.add(o), simd.mul(a, simd.load(last.add(o)))) };
+            }
+        }
+        sink.add(target, 0, &row[..R], boundary);
     }
 }
 

@@ -7,8 +7,8 @@
 //! instantiated once per tier:
 //! - [`Isa::Scalar`]: portable Rust: `SimdF64` with one lane on the
 //!   [`Scalar`](crate::isa::Scalar) token (`scalar`);
-//! - [`Isa::Pulp`]: `SimdF64` on a wrapper of `pulp::Simd`, dispatched by `pulp` to AVX-512
-//!   (V4), AVX2 (V3) or scalar: the portable-SIMD comparison point (`pulp_simd`);
+//! - [`Isa::Pulp`]: `SimdF64` on a wrapper of `pulp::Simd`, run on `pulp`'s AVX-512 (V4) or
+//!   AVX2 (V3), else through the scalar tier: the portable-SIMD comparison point (`pulp_simd`);
 //! - [`Isa::Avx2`], [`Isa::Avx512`]: explicit `std::arch` kernels: `SimdF64` on each ISA's
 //!   token, FMA into the output row, masked tails.
 //!
@@ -26,6 +26,14 @@
 //! `#[inline(always)]` bodies, so the BMI2 `pext` decoder and the intrinsics inline into one loop;
 //! the `pulp` tier's entry points are `pulp`'s own (`Arch::dispatch`), around the same bodies.
 //! [`run_segment`] checks the inputs and dispatches once per segment.
+//!
+//! What is a compile-time choice, and what is not (each copy of the loop costs build time;
+//! docs/building.md has the measurements): the ISA, the decoder, the rank variant and, for the
+//! explicit tiers' `pext` kernels on 32- and 64-bit words, the order (3, 4 or 5) are type or
+//! const parameters of the loop. The index width is one too, but the kernels are instantiated
+//! here, once per width ([`KernelIndex`]), never in a caller's crate. The sink is chosen at run
+//! time ([`AnyRows`]: the loop tests one flag mask per nonzero, set per segment), and so is
+//! software prefetch (one test per nonzero, in the loops that keep the order a run-time value).
 
 mod avx2;
 mod avx512;
@@ -45,8 +53,8 @@ pub use names::{Isa, KernelId, RankSpec, SPECIALIZED_RANKS};
 
 use crate::decode::{HwBits, MAX_ORDER};
 use crate::isa::{Avx2Fma, Avx512};
-use crate::sink::RowSink;
-use vector::{AnyOrder, ByOrder};
+use crate::sink::{AnyRows, SegmentSink};
+use vector::{AnyOrder, ByOrder, OrderPolicy};
 
 /// Default software-prefetch distance, in nonzeros (0 = off). Chosen by measurement on the
 /// benchmark tensors (see the `kernels` benchmark's prefetch ladder): factor rows of these
@@ -77,11 +85,67 @@ pub struct SegmentInput<'a, I> {
 
 /// Runs `kernel` over one segment. Checks ISA availability, rank, order and shapes, then
 /// dispatches to the monomorphized entry point (one `match` per segment, not per nonzero).
-pub fn run_segment<I: HwBits, S: RowSink>(
+///
+/// The kernels are compiled once, in this crate, per index width and for the run-time sink
+/// [`AnyRows`]: this generic wrapper only lends the sink as one ([`SegmentSink::as_any`]), so
+/// a caller's crate builds none of them again.
+#[inline]
+pub fn run_segment<I: KernelIndex, S: SegmentSink>(
     kernel: KernelId,
     decoder: &AnyDecoder<I>,
     input: &SegmentInput<'_, I>,
     sink: &mut S,
+) -> Result<(), KernelError> {
+    I::run_compiled(kernel, decoder, input, &mut sink.as_any())
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+    impl Sealed for u128 {}
+}
+
+/// The index words with compiled kernels: `u32`, `u64` and `u128`.
+pub trait KernelIndex: HwBits + sealed::Sealed {
+    /// [`run_segment`] for this index width: a non-generic function of this crate, so its
+    /// kernels are instantiated here, once.
+    #[doc(hidden)]
+    fn run_compiled(
+        kernel: KernelId,
+        decoder: &AnyDecoder<Self>,
+        input: &SegmentInput<'_, Self>,
+        sink: &mut AnyRows<'_>,
+    ) -> Result<(), KernelError>;
+}
+
+macro_rules! kernel_index {
+    ($($t:ty => $pext_order:ty),* $(,)?) => {$(
+        impl KernelIndex for $t {
+            #[inline(never)]
+            fn run_compiled(
+                kernel: KernelId,
+                decoder: &AnyDecoder<$t>,
+                input: &SegmentInput<'_, $t>,
+                sink: &mut AnyRows<'_>,
+            ) -> Result<(), KernelError> {
+                run_checked::<$t, $pext_order>(kernel, decoder, input, sink)
+            }
+        }
+    )*};
+}
+// The explicit tiers unroll the order of the `pext` kernels for 32- and 64-bit words. A
+// 128-bit word (over 64 index bits: rare, and two `pext` per mode) keeps the order a run-time
+// value, which spares the build two thirds of its copies.
+kernel_index!(u32 => ByOrder, u64 => ByOrder, u128 => AnyOrder);
+
+/// [`run_segment`]'s checks and dispatch, for the one sink type the kernels are built for;
+/// `PextOrder`: whether the explicit tiers' `pext` kernels unroll the order.
+fn run_checked<I: HwBits, PextOrder: OrderPolicy>(
+    kernel: KernelId,
+    decoder: &AnyDecoder<I>,
+    input: &SegmentInput<'_, I>,
+    sink: &mut AnyRows<'_>,
 ) -> Result<(), KernelError> {
     if !kernel.rank.supports(input.rank) {
         return Err(KernelError::RankMismatch {
@@ -123,12 +187,18 @@ pub fn run_segment<I: HwBits, S: RowSink>(
         // order keeps its three architectures (V4, V3, scalar) from tripling the build, as the
         // order-specialized bodies would.
         (Isa::Pulp, AnyDecoder::Pext(d)) => {
-            pulp_simd::run::<_, _, _, AnyOrder>(spec, d, input, sink)
+            match pulp_simd::run::<_, _, _, AnyOrder>(spec, d, input, sink) {
+                Some(done) => done,
+                None => scalar::run_pext(spec, d, input, sink),
+            }
         }
         (Isa::Pulp, AnyDecoder::Runs(d)) => {
-            pulp_simd::run::<_, _, _, AnyOrder>(spec, d, input, sink)
+            match pulp_simd::run::<_, _, _, AnyOrder>(spec, d, input, sink) {
+                Some(done) => done,
+                None => scalar::run_runs(spec, d, input, sink),
+            }
         }
-        (Isa::Avx2, AnyDecoder::Pext(d)) => avx2::run::<_, _, _, ByOrder>(
+        (Isa::Avx2, AnyDecoder::Pext(d)) => avx2::run::<_, _, _, PextOrder>(
             Avx2Fma::try_new().ok_or(unavailable)?,
             spec,
             d,
@@ -142,7 +212,7 @@ pub fn run_segment<I: HwBits, S: RowSink>(
             input,
             sink,
         ),
-        (Isa::Avx512, AnyDecoder::Pext(d)) => avx512::run::<_, _, _, ByOrder>(
+        (Isa::Avx512, AnyDecoder::Pext(d)) => avx512::run::<_, _, _, PextOrder>(
             Avx512::try_new().ok_or(unavailable)?,
             spec,
             d,

@@ -56,7 +56,8 @@ impl fmt::Display for RankSpec {
 pub enum Isa {
     /// Portable Rust; the compiler may auto-vectorize for the baseline target only.
     Scalar,
-    /// The `pulp` crate's portable SIMD, dispatched at run time to AVX-512, AVX2+FMA or scalar.
+    /// The `pulp` crate's portable SIMD, dispatched at run time to AVX-512 or AVX2+FMA (else the
+    /// scalar tier's loop, the same arithmetic as `pulp`'s scalar fallback).
     Pulp,
     /// Explicit AVX2 + FMA (`ymm`, 4 doubles), masked tails; needs the [`Avx2Fma`] token.
     Avx2,
@@ -78,7 +79,7 @@ impl Isa {
     }
 
     /// Whether the running CPU can execute this ISA's kernels: whether its token can be built
-    /// (`pulp` dispatches itself, down to scalar, so it runs everywhere).
+    /// (`pulp` runs everywhere: without AVX2 + FMA, through the scalar tier).
     pub fn available(self) -> bool {
         match self {
             Isa::Scalar | Isa::Pulp => Scalar::try_new().is_some(),

@@ -1,18 +1,20 @@
 //! The `pulp` tier: the generic body of [`super::vector`] over [`SimdF64`] implemented for any
-//! `pulp::Simd` type, dispatched by `pulp::Arch` to V4 (AVX-512, 8 lanes), V3 (AVX2 + FMA +
-//! BMI2, 4 lanes) or scalar (1 lane). It is the portable comparison point for the hand-written
+//! `pulp::Simd` type, run on `pulp`'s V4 (AVX-512, 8 lanes) or V3 (AVX2 + FMA + BMI2, 4 lanes),
+//! and on a CPU with neither through the scalar tier (see [`run`]). It is the portable comparison point for the hand-written
 //! kernels: the same skeleton, with `pulp` picking the instructions; its only `unsafe` is the
 //! raw-pointer loads and stores of the [`SimdF64`] impl. Both V3 and V4 enable BMI2, so the
 //! `pext` decoder inlines here too. The multiply-add is `mul_add_e_f64s`: fused on V3 and V4,
 //! `a * b + c` (unfused) on pulp's scalar fallback.
 
+use super::columns::RankColumns;
 use super::scalar::FusedLane;
 use super::vector::{dyn_body, OrderPolicy, SimdF64};
 use super::{KernelError, RankSpec, SegmentInput};
 use crate::decode::{Decode, HwBits};
 use crate::sink::RowSink;
 use core::marker::PhantomData;
-use pulp::{Arch, Simd, WithSimd};
+use pulp::x86::{V3, V4};
+use pulp::{Simd, WithSimd};
 
 /// A `pulp` architecture as a [`SimdF64`]: holding a `pulp::Simd` value proves its features.
 #[derive(Clone, Copy)]
@@ -89,10 +91,9 @@ where
 {
     type Output = Result<(), KernelError>;
 
-    /// The fixed ranks as `BLOCKS` blocks of `NV` vectors, chosen by `V`'s lane count (8, 4, 2
-    /// or 1: at most 8 vectors in registers per block, as the explicit tiers); any other rank,
-    /// or a lane count without a layout, through the runtime-rank body. The match is on
-    /// constants once `V` is known, so each instantiation keeps only its own lane count's arms.
+    /// The fixed ranks as [`RankColumns`] (blocks of at most 8 vectors in registers, as the
+    /// explicit tiers, laid out by `V`'s lane count at compile time); any other rank through
+    /// the tiled or the runtime-rank body.
     #[inline(always)]
     fn with_simd<V: Simd>(self, simd: V) -> Self::Output {
         let Segment {
@@ -103,53 +104,46 @@ where
             ..
         } = self;
         let t = PulpSimd(simd);
-        macro_rules! fixed {
-            ($nv:literal, $blocks:literal) => {
-                O::fixed::<PulpSimd<V>, I, D, S, $nv, $blocks>(t, input, dec, sink)
-            };
-        }
-        match (PulpSimd::<V>::LANES, spec) {
-            (8, RankSpec::Fixed(8)) => fixed!(1, 1),
-            (8, RankSpec::Fixed(16)) => fixed!(2, 1),
-            (8, RankSpec::Fixed(32)) => fixed!(4, 1),
-            (8, RankSpec::Fixed(64)) => fixed!(8, 1),
-            (4, RankSpec::Fixed(8)) => fixed!(2, 1),
-            (4, RankSpec::Fixed(16)) => fixed!(4, 1),
-            (4, RankSpec::Fixed(32)) => fixed!(8, 1),
-            (4, RankSpec::Fixed(64)) => fixed!(8, 2),
-            (2, RankSpec::Fixed(8)) => fixed!(4, 1),
-            (2, RankSpec::Fixed(16)) => fixed!(8, 1),
-            (2, RankSpec::Fixed(32)) => fixed!(8, 2),
-            (2, RankSpec::Fixed(64)) => fixed!(8, 4),
-            (1, RankSpec::Fixed(8)) => fixed!(8, 1),
-            (1, RankSpec::Fixed(16)) => fixed!(8, 2),
-            (1, RankSpec::Fixed(32)) => fixed!(8, 4),
-            (1, RankSpec::Fixed(64)) => fixed!(8, 8),
-            (_, RankSpec::Tiled) => O::tiled::<PulpSimd<V>, I, D, S>(t, input, dec, sink),
-            _ => dyn_body::<PulpSimd<V>, I, D, S>(t, input, dec, sink),
+        match spec {
+            RankSpec::Fixed(8) => O::run(t, input, dec, sink, RankColumns::<8>),
+            RankSpec::Fixed(16) => O::run(t, input, dec, sink, RankColumns::<16>),
+            RankSpec::Fixed(32) => O::run(t, input, dec, sink, RankColumns::<32>),
+            RankSpec::Fixed(64) => O::run(t, input, dec, sink, RankColumns::<64>),
+            RankSpec::Tiled => O::tiled::<PulpSimd<V>, I, D, S>(t, input, dec, sink),
+            RankSpec::Fixed(_) | RankSpec::Dynamic => {
+                dyn_body::<PulpSimd<V>, I, D, S>(t, input, dec, sink)
+            }
         }
     }
 }
 
 /// Runs the rank variant `spec` (checked against the input's rank by `run_segment`) on the best
-/// `pulp` architecture of this CPU, with order policy `O`.
+/// `pulp` architecture of this CPU, V4 (AVX-512) or V3 (AVX2 + FMA + BMI2), with order policy
+/// `O`; `None` on a CPU with neither. There `pulp` would run its scalar architecture, whose
+/// unfused `a * b + c` on one lane is the scalar tier's arithmetic, so the caller runs that
+/// tier instead: one copy of the scalar loops in the build, not two.
 pub(super) fn run<I, D, S, O>(
     spec: RankSpec,
     dec: &D,
     input: &SegmentInput<'_, I>,
     sink: &mut S,
-) -> Result<(), KernelError>
+) -> Option<Result<(), KernelError>>
 where
     I: HwBits,
     D: Decode<I>,
     S: RowSink,
     O: OrderPolicy,
 {
-    Arch::new().dispatch(Segment::<_, _, _, O> {
+    let segment = Segment::<_, _, _, O> {
         spec,
         input,
         dec,
         sink,
         order: PhantomData,
-    })
+    };
+    if let Some(v4) = V4::try_new() {
+        Some(Simd::vectorize(v4, segment))
+    } else {
+        V3::try_new().map(|v3| Simd::vectorize(v3, segment))
+    }
 }

@@ -2,7 +2,7 @@
 //! implements on its capability token (so holding the `self` of a method proves the CPU runs
 //! its instructions): AVX2 and AVX-512, the one-lane scalar tier, and the `pulp` tier (on a
 //! wrapper of whichever `pulp::Simd` architecture `pulp` dispatches to). One skeleton
-//! (`segment_loop`: chunks, bounds, row location, sink) serves all four tiers and both fixed
+//! (`nonzero_loop`: chunks, bounds, row location, sink) serves all four tiers and both fixed
 //! and runtime ranks, with the column work ([`super::columns`]: a fixed rank, register tiles
 //! for any rank, or the runtime-rank pieces) as the varying part.
 //! The bodies are `#[inline(always)]`; the ISA modules wrap them in `#[target_feature]` entry
@@ -91,11 +91,10 @@ fn window_of<S: RowSink>(sink: &mut S, rank: usize) -> Result<RowWindow, KernelE
     Ok(window)
 }
 
-/// The per-nonzero loop with column work `cols` (a fixed rank, tiles, or pieces). `N > 0` also
-/// fixes the number of non-target modes (order `N + 1`), which unrolls the decode and product
-/// loops and keeps the decoders in registers; `N = 0` takes the order from the input.
+/// The per-nonzero loop with column work `cols` (a fixed rank, tiles, or pieces), the order
+/// taken from the input.
 #[inline(always)]
-pub(crate) fn body<T, I, D, S, C, const N: usize>(
+pub(crate) fn body<T, I, D, S, C>(
     simd: T,
     input: &SegmentInput<'_, I>,
     dec: &D,
@@ -109,25 +108,53 @@ where
     S: RowSink,
     C: Columns<T>,
 {
-    let rank = cols.rank();
-    debug_assert_eq!(rank, input.rank, "run_segment checks the rank");
-    let others = Others::new(input, dec, rank);
-    // Prefetching (for factors beyond L2) is a separate loop so the common case carries no
-    // prefetch test; both keep the order specialization when there is one.
-    let prefetch = input.prefetch > 0;
-    if N == 0 {
-        if prefetch {
-            segment_loop::<T, I, D, S, _, _, true>(simd, input, dec, sink, &others, cols)
-        } else {
-            segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &others, cols)
-        }
+    debug_assert_eq!(cols.rank(), input.rank, "run_segment checks the rank");
+    let others = Others::new(input, dec, cols.rank());
+    let plan = SinkPlan::new(input, sink, cols.rank())?;
+    // One loop with and without software prefetch: its test is a branch that goes the same
+    // way for the whole segment, beside a mode loop whose trip count is a run-time value.
+    if plan.all_plain() {
+        nonzero_loop::<T, I, D, S, _, _, true, { route::ALL_PLAIN }>(
+            simd, input, dec, sink, &others, cols, &plan,
+        )
     } else {
-        let modes = FixedModes::<_, N>::new(&others);
-        if prefetch {
-            segment_loop::<T, I, D, S, _, _, true>(simd, input, dec, sink, &modes, cols)
-        } else {
-            segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &modes, cols)
-        }
+        nonzero_loop::<T, I, D, S, _, _, true, { route::ANY }>(
+            simd, input, dec, sink, &others, cols, &plan,
+        )
+    }
+}
+
+/// [`body`] with the number `N >= 1` of non-target modes fixed (order `N + 1`), which unrolls
+/// the decode and product loops and keeps the decoders in registers; these loops have no
+/// prefetch test. With software prefetch it runs [`body`]: prefetch is off by default and pays
+/// only where factor rows come from memory, whose wait dwarfs the mode loop's overhead, so an
+/// order-unrolled copy of every prefetching loop would cost build time for nothing.
+#[inline(always)]
+pub(crate) fn body_of_order<T, I, D, S, C, const N: usize>(
+    simd: T,
+    input: &SegmentInput<'_, I>,
+    dec: &D,
+    sink: &mut S,
+    cols: C,
+) -> Result<(), KernelError>
+where
+    T: SimdF64,
+    I: HwBits,
+    D: Decode<I>,
+    S: RowSink,
+    C: Columns<T>,
+{
+    if input.prefetch > 0 {
+        return body(simd, input, dec, sink, cols);
+    }
+    let plan = SinkPlan::new(input, sink, cols.rank())?;
+    if plan.all_plain() {
+        unrolled::<T, I, D, S, C, N, { route::ALL_PLAIN }>(simd, input, dec, sink, cols, &plan)
+    } else if plan.has_window {
+        unrolled::<T, I, D, S, C, N, { route::BY_FLAG }>(simd, input, dec, sink, cols, &plan)
+    } else {
+        // Atomic: every row a compare-and-swap loop, which dwarfs the mode loop's overhead.
+        body(simd, input, dec, sink, cols)
     }
 }
 
@@ -145,23 +172,88 @@ where
     D: Decode<I>,
     S: RowSink,
 {
-    body::<T, I, D, S, _, 0>(simd, input, dec, sink, DynColumns::new::<T>(input.rank))
+    body(simd, input, dec, sink, DynColumns::new::<T>(input.rank))
+}
+
+/// How a segment's nonzeros reach its sink, decided once per segment: through the sink's
+/// window (plain stores) for all of them (plain rows: no flag to test), for the unflagged ones
+/// (flag-guided), or for none (atomic: every row through [`RowSink::add`]).
+#[derive(Clone, Copy)]
+struct SinkPlan<I> {
+    window: RowWindow,
+    /// Whether any nonzero may use the window.
+    has_window: bool,
+    /// The flag that sends a nonzero to [`RowSink::add`] (zero: none does).
+    flag: I,
+}
+
+impl<I: HwBits> SinkPlan<I> {
+    #[inline(always)]
+    fn new<S: RowSink>(
+        input: &SegmentInput<'_, I>,
+        sink: &mut S,
+        rank: usize,
+    ) -> Result<Self, KernelError> {
+        let window = window_of(sink, rank)?;
+        let (plain_unflagged, plain_flagged) = (sink.is_plain(false), sink.is_plain(true));
+        debug_assert!(
+            plain_unflagged || !plain_flagged,
+            "a sink plain only for flagged rows"
+        );
+        Ok(SinkPlan {
+            window,
+            has_window: window.rows() > 0 && plain_unflagged,
+            flag: if plain_flagged {
+                I::ZERO
+            } else {
+                input.boundary_mask
+            },
+        })
+    }
+
+    /// Every nonzero adds into the window.
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        self.has_window && self.flag == I::ZERO
+    }
+}
+
+/// How a loop sends nonzeros to the sink (the `ROUTE` parameter of [`nonzero_loop`]): a
+/// compile-time choice, so each loop tests only what its sinks need.
+mod route {
+    /// Every nonzero into the window (`SinkPlan::all_plain`: pull staging, the usual strategy).
+    pub const ALL_PLAIN: u8 = 0;
+    /// Into the window unless flagged; the window exists (flag-guided sinks).
+    pub const BY_FLAG: u8 = 1;
+    /// Into the window when there is one and the nonzero is not flagged (any sink).
+    pub const ANY: u8 = 2;
 }
 
 /// The one per-nonzero skeleton of every tier built on [`SimdF64`]: chunks of [`CHUNK`]
 /// nonzeros validated at once by [`Bounds`], then per nonzero the row lookup through the
 /// locator `L` (any order, or one fixed at compile time), and the column work `C` (a fixed
 /// rank unrolled in registers, or any rank in pieces) into the sink's window when the row is
-/// plain for this nonzero, else staged and handed to [`RowSink::add`]. `PF`: with software
-/// prefetch (a separate loop, so the common case carries no prefetch test or registers).
+/// plain for this nonzero, else staged and handed to [`RowSink::add`].
+///
+/// `ROUTE` ([`route`]): whether every nonzero adds into the window (`plan.all_plain()`, pull
+/// staging, the usual strategy: the loop has no staged path), or the flag is tested per
+/// nonzero (with or without the window's presence, which the caller may know). The staged
+/// path in the same loop costs the plain one its registers: with it, the AVX2 rank-16 loop
+/// kept the index and value pointers on the stack and ran 11-16% slower (nell-2 and the skewed
+/// 3-D stand-in at 1 thread; docs/building.md). The caller checks that `plan` allows the
+/// route (`debug_assert`ed here). `PF`: whether the loop may prefetch
+/// (then it does when `input.prefetch > 0`); the order-unrolled loops do not, so they carry no
+/// prefetch test or registers.
 #[inline(always)]
-fn segment_loop<T, I, D, S, L, C, const PF: bool>(
+#[allow(clippy::too_many_arguments)]
+fn nonzero_loop<T, I, D, S, L, C, const PF: bool, const ROUTE: u8>(
     simd: T,
     input: &SegmentInput<'_, I>,
     dec: &D,
     sink: &mut S,
     others: &L,
     cols: C,
+    plan: &SinkPlan<I>,
 ) -> Result<(), KernelError>
 where
     T: SimdF64,
@@ -174,33 +266,52 @@ where
     let rank = cols.rank();
     let last = others.count() - 1; // order >= 2 (checked by run_segment)
     let target_dec = dec.mode(input.target);
-    let window = window_of(sink, rank)?;
-    let has_window = window.rows() > 0;
+    let SinkPlan {
+        window,
+        has_window,
+        flag,
+    } = *plan;
+    debug_assert!(match ROUTE {
+        route::ALL_PLAIN => plan.all_plain(),
+        route::BY_FLAG => has_window,
+        _ => true,
+    });
+    // Row 0 of the window, so a row's address is one multiply-add from a loop invariant.
+    let row0 = window.row_ptr_unchecked(0, rank);
     let bounds = Bounds::new(input, dec, rank, &window);
     let dist = input.prefetch;
     let mut ptrs = [core::ptr::null::<f64>(); MAX_ORDER];
-    let chunks = input.idx.chunks(CHUNK).zip(input.vals.chunks(CHUNK));
-    for (c, (xs, vs)) in chunks.enumerate() {
+    // Chunks by index, not by `chunks().zip().enumerate()`: in the test profile the adapters
+    // are not always inlined into the loop (the disassembly test checks).
+    let n = input.idx.len().min(input.vals.len());
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + CHUNK);
+        let (xs, vs) = (&input.idx[start..end], &input.vals[start..end]);
         if !bounds.check(xs) {
             return Err(first_out_of_range(input, dec, xs, &window));
         }
-        let vs = &vs[..xs.len()];
         for k in 0..xs.len() {
             let (x, v) = (xs[k], vs[k]);
-            if PF {
-                if let Some(&ahead) = input.idx.get(c * CHUNK + k + dist) {
+            if PF && dist > 0 {
+                if let Some(&ahead) = input.idx.get(start + k + dist) {
                     others.prefetch(ahead, rank);
                 }
             }
             // Unchecked: `bounds` accepted every nonzero of the chunk.
             others.locate(x, rank, &mut ptrs);
             let target = target_dec.coord(x);
-            let boundary = x.intersects(input.boundary_mask);
             let (heads, tail) = ptrs.split_at(last);
             let plast = tail[0];
-            if has_window && sink.is_plain(boundary) {
+            let boundary = ROUTE != route::ALL_PLAIN && x.intersects(flag);
+            let plain = match ROUTE {
+                route::ALL_PLAIN => true,
+                route::BY_FLAG => !boundary,
+                _ => has_window && !boundary,
+            };
+            if plain {
                 // `bounds` accepted the chunk: `target` is a row of the window.
-                let out = window.row_ptr_unchecked(target, rank);
+                let out = row0.wrapping_add(target as usize * rank);
                 // SAFETY: `bounds` accepted the chunk, so every row pointer starts `rank`
                 // doubles of its factor and `out` starts the window's row `target`, `rank`
                 // doubles that are plain for this nonzero (the sink said so) and that no other
@@ -211,13 +322,15 @@ where
                 unsafe { cols.add_staged(simd, v, heads, plast, sink, target, boundary) };
             }
         }
+        start = end;
     }
     Ok(())
 }
 
-/// Whether a kernel is also specialized for the order: [`ByOrder`] for the BMI2 decoder (its
-/// per-mode decode is one instruction, so unrolling the mode loops pays), [`AnyOrder`] for the
-/// bit-run decoder (whose decode cost dwarfs the loop overhead; fewer instantiations).
+/// Whether a kernel is also specialized for the order: [`ByOrder`] for the BMI2 decoder on
+/// 32- and 64-bit words (its per-mode decode is one instruction, so unrolling the mode loops
+/// pays), [`AnyOrder`] for the bit-run decoder and 128-bit words (whose decode cost dwarfs the
+/// loop overhead; fewer instantiations).
 pub(crate) trait OrderPolicy {
     /// Whether this policy unrolls orders 3 to 5 (so the tiled kernels add their
     /// compile-time tiles too).
@@ -277,8 +390,8 @@ pub(crate) trait OrderPolicy {
 /// ([`VecColumns`], up to 8 vectors) plus the narrow tail, else tiles in a loop
 /// ([`TiledColumns`]). The compile-time tiles are instantiated only where they pay and the
 /// build can afford nine of them: with the order unrolled (`O = ByOrder`, the BMI2 decoder) for
-/// orders 3 and 4, without software prefetch; every other case runs the looped tiles, which
-/// compute the same thing.
+/// orders 3 and 4, without software prefetch, into a sink plain for every nonzero; every other
+/// case runs the looped tiles, which compute the same thing.
 #[inline(always)]
 pub(crate) fn tiled_kernel<T, I, D, S, O>(
     simd: T,
@@ -295,72 +408,84 @@ where
 {
     let rank = input.rank;
     let nv = rank / T::LANES;
-    if O::UNROLLS_ORDER && input.prefetch == 0 && nv <= 8 {
+    // The unrolled tiles only for a sink plain for every nonzero (pull staging): the
+    // flag-guided and atomic strategies run the looped tiles, one loop copy per order.
+    let plan = SinkPlan::new(input, sink, rank)?;
+    if O::UNROLLS_ORDER && input.prefetch == 0 && nv <= 8 && plan.all_plain() {
         macro_rules! by_vectors {
             ($n:literal) => {
                 match nv {
-                    0 => unrolled::<T, I, D, S, _, $n>(
+                    0 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<0>::new::<T>(rank),
+                        &plan,
                     ),
-                    1 => unrolled::<T, I, D, S, _, $n>(
+                    1 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<1>::new::<T>(rank),
+                        &plan,
                     ),
-                    2 => unrolled::<T, I, D, S, _, $n>(
+                    2 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<2>::new::<T>(rank),
+                        &plan,
                     ),
-                    3 => unrolled::<T, I, D, S, _, $n>(
+                    3 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<3>::new::<T>(rank),
+                        &plan,
                     ),
-                    4 => unrolled::<T, I, D, S, _, $n>(
+                    4 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<4>::new::<T>(rank),
+                        &plan,
                     ),
-                    5 => unrolled::<T, I, D, S, _, $n>(
+                    5 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<5>::new::<T>(rank),
+                        &plan,
                     ),
-                    6 => unrolled::<T, I, D, S, _, $n>(
+                    6 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<6>::new::<T>(rank),
+                        &plan,
                     ),
-                    7 => unrolled::<T, I, D, S, _, $n>(
+                    7 => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<7>::new::<T>(rank),
+                        &plan,
                     ),
-                    _ => unrolled::<T, I, D, S, _, $n>(
+                    _ => unrolled::<T, I, D, S, _, $n, { route::ALL_PLAIN }>(
                         simd,
                         input,
                         dec,
                         sink,
                         VecColumns::<8>::new::<T>(rank),
+                        &plan,
                     ),
                 }
             };
@@ -374,14 +499,16 @@ where
     O::tiled(simd, input, dec, sink)
 }
 
-/// [`body`] for a fixed number `N >= 1` of other modes, without software prefetch.
+/// The loop for a fixed number `N >= 1` of other modes, without software prefetch;
+/// `ROUTE` as for [`nonzero_loop`].
 #[inline(always)]
-fn unrolled<T, I, D, S, C, const N: usize>(
+fn unrolled<T, I, D, S, C, const N: usize, const ROUTE: u8>(
     simd: T,
     input: &SegmentInput<'_, I>,
     dec: &D,
     sink: &mut S,
     cols: C,
+    plan: &SinkPlan<I>,
 ) -> Result<(), KernelError>
 where
     T: SimdF64,
@@ -391,9 +518,10 @@ where
     C: Columns<T>,
 {
     debug_assert!(N >= 1 && input.prefetch == 0);
+    debug_assert_eq!(cols.rank(), input.rank, "run_segment checks the rank");
     let others = Others::new(input, dec, cols.rank());
     let modes = FixedModes::<_, N>::new(&others);
-    segment_loop::<T, I, D, S, _, _, false>(simd, input, dec, sink, &modes, cols)
+    nonzero_loop::<T, I, D, S, _, _, false, ROUTE>(simd, input, dec, sink, &modes, cols, plan)
 }
 
 /// Orders 3, 4 and 5 get their own unrolled loops; other orders the runtime-order loops.
@@ -420,10 +548,10 @@ impl OrderPolicy for ByOrder {
         C: Columns<T>,
     {
         match input.factors.len() {
-            3 => body::<T, I, D, S, C, 2>(simd, input, dec, sink, cols),
-            4 => body::<T, I, D, S, C, 3>(simd, input, dec, sink, cols),
-            5 => body::<T, I, D, S, C, 4>(simd, input, dec, sink, cols),
-            _ => body::<T, I, D, S, C, 0>(simd, input, dec, sink, cols),
+            3 => body_of_order::<T, I, D, S, C, 2>(simd, input, dec, sink, cols),
+            4 => body_of_order::<T, I, D, S, C, 3>(simd, input, dec, sink, cols),
+            5 => body_of_order::<T, I, D, S, C, 4>(simd, input, dec, sink, cols),
+            _ => body(simd, input, dec, sink, cols),
         }
     }
 }
@@ -446,7 +574,7 @@ impl OrderPolicy for AnyOrder {
         S: RowSink,
         C: Columns<T>,
     {
-        body::<T, I, D, S, C, 0>(simd, input, dec, sink, cols)
+        body(simd, input, dec, sink, cols)
     }
 }
 

@@ -30,7 +30,8 @@ use crate::mttkrp::{
 };
 use crate::with_alto;
 use alto_kernels::{
-    as_atomic, AnyDecoder, AtomicRows, Decode, DecodeKind, FlaggedRows, HwBits, RowSink,
+    as_atomic, AnyDecoder, AnyRows, AtomicRows, Decode, DecodeKind, FlaggedRows, HwBits, RowSink,
+    SegmentSink,
 };
 use rayon::prelude::*;
 
@@ -435,7 +436,7 @@ fn fill_weights_r<I: HwBits, const R: usize>(
 /// The one-pass kernels over nonzeros `range` of `t` into `sink`: Pi from the factors
 /// (`pi` is `None`) or from the cache, then the weighted row.
 #[allow(clippy::too_many_arguments)]
-fn segment<I: HwBits, D: Decode<I>, S: RowSink>(
+fn segment<I: HwBits, D: Decode<I>>(
     t: &AltoTensor<I>,
     range: std::ops::Range<usize>,
     dec: &D,
@@ -443,17 +444,17 @@ fn segment<I: HwBits, D: Decode<I>, S: RowSink>(
     p: &Pass<'_>,
     pi: Option<&[f64]>,
     boundary_mask: I,
-    sink: &mut S,
+    sink: &mut AnyRows<'_>,
 ) {
     by_rank!(
         p.rank,
-        segment_r::<I, D, S>(t, range, dec, f, p, pi, boundary_mask, sink)
+        segment_r::<I, D>(t, range, dec, f, p, pi, boundary_mask, sink)
     )
 }
 
 /// [`segment`] for rank `R` (0: the runtime rank).
 #[allow(clippy::too_many_arguments)]
-fn segment_r<I: HwBits, D: Decode<I>, S: RowSink, const R: usize>(
+fn segment_r<I: HwBits, D: Decode<I>, const R: usize>(
     t: &AltoTensor<I>,
     range: std::ops::Range<usize>,
     dec: &D,
@@ -461,7 +462,7 @@ fn segment_r<I: HwBits, D: Decode<I>, S: RowSink, const R: usize>(
     p: &Pass<'_>,
     pi: Option<&[f64]>,
     boundary_mask: I,
-    sink: &mut S,
+    sink: &mut AnyRows<'_>,
 ) {
     let rank = if R == 0 { p.rank } else { R };
     let (mode, eps) = (p.mode, p.eps);
@@ -501,8 +502,11 @@ fn one_pass<I: HwBits>(
     let (mode, rank) = (p.mode, p.rank);
     with_decoder!(t, decode, dec => {
         match sync {
+            // Every sink as an `AnyRows`: one copy of the kernel per index width, decoder and
+            // rank, not three (its only per-variant step is the add, beside the division).
             ConflictResolution::Pull => pull_rows(t, mode, rank, out, ws, &|s, sink| {
-                segment(t, t.partition_range(s), &dec, &f, p, pi, I::ZERO, sink);
+                let range = t.partition_range(s);
+                segment(t, range, &dec, &f, p, pi, I::ZERO, &mut sink.as_any());
                 Ok(())
             }),
             sync => {
@@ -526,11 +530,11 @@ fn one_pass<I: HwBits>(
                                 // sets or checks them whenever it is built, repartitioned or
                                 // read), as the MTTKRP driver relies on too.
                                 let mut sink = unsafe { FlaggedRows::new(cells, rank) };
-                                segment(t, range, &dec, &f, p, pi, mask, &mut sink);
+                                segment(t, range, &dec, &f, p, pi, mask, &mut sink.as_any());
                             }
                             None => {
                                 let mut sink = AtomicRows::new(cells, rank);
-                                segment(t, range, &dec, &f, p, pi, I::ZERO, &mut sink);
+                                segment(t, range, &dec, &f, p, pi, I::ZERO, &mut sink.as_any());
                             }
                         }
                     });
