@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CP-APR (Chi and Kolda's multiplicative updates, as Tensor Toolbox's cp_apr 'mu'), written
-plainly in NumPy: the reference `tests/apr.rs` compares `alto cpd --model apr` with.
+plainly in NumPy: the reference `tests/suite/apr.rs` compares `alto cpd --model apr` with.
 
 usage: apr_reference.py TNS INIT_DIR ITERS INNER TOL KAPPA KAPPA_TOL EPSILON
 Reads a FROSTT .tns file (duplicates summed) and INIT_DIR/factor<n>.npy (the dims are the

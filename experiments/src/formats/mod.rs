@@ -14,7 +14,7 @@
 //! Every format implements [`MttkrpFormat`]: built from a [`CooTensor`] with its construction
 //! time, it reports its storage in bytes and runs `mttkrp(factors, mode, out, opts, pool)` for
 //! any mode, the shape checks done once in the trait's provided method. All are tested against
-//! [`alto::mttkrp::mttkrp_oracle`] in `tests/baselines_oracle.rs`. They use only `alto`'s public
+//! [`alto::mttkrp::mttkrp_oracle`] in `tests/suite/baselines_oracle.rs`. They use only `alto`'s public
 //! API; their `#[target_feature]` entry points are in [`alto_kernels::baselines`], reached with
 //! a [`BaselineIsa`] (which holds the CPU's capability token).
 //!

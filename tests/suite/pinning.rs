@@ -1,4 +1,3 @@
-#![cfg(feature = "harness")]
 //! Pinned pools: for 1..=available threads (and one more), every policy and every binding
 //! backend, each worker reports the CPU set the OS holds for it, and the sets follow the
 //! policy. The policies' shapes are also checked on synthetic multi-package SMT machines, and

@@ -2,7 +2,7 @@
 //! paths), sorted order, duplicate merging, balanced partitions with exact intervals, exact
 //! helper flags, and the radix sort against the comparison sort.
 
-mod common;
+use crate::common;
 
 use alto::format::{AltoTensor, AnyAlto, BuildOptions, IndexWidth, SortAlgorithm};
 use alto::CooTensor;

@@ -1,8 +1,7 @@
-#![cfg(feature = "cli")]
 //! The `alto` command end to end: real tensors with `--check`, generators, conversions, JSON
 //! output, and clear errors with exit code 2 for bad input.
 
-mod common;
+use crate::common;
 
 use common::{alto, stderr};
 

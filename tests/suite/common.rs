@@ -1,8 +1,7 @@
-//! Helpers shared by the integration tests (each test file is its own crate and includes this
-//! module with `mod common;`): running the `alto` binary, the optional real-data folder, and
-//! random tensors.
+//! Helpers shared by the integration tests: running the `alto` binary, the optional real-data
+//! folder, and random tensors.
 
-// Each test crate uses only some of the helpers.
+// Builds without the `cli` or `harness` features use only some of the helpers.
 #![allow(dead_code)]
 
 use alto::CooTensor;

@@ -1,4 +1,3 @@
-#![cfg(feature = "harness")]
 //! Counters over a pool: software events always count a busy region; hardware events either
 //! give values or say why they are unavailable (never an error or a panic).
 

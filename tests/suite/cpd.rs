@@ -1,10 +1,9 @@
-#![cfg(feature = "harness")]
 //! CP-ALS: planted low-rank tensors are recovered, the fit never decreases, the factors match a
 //! plain dense CP-ALS (explicit Khatri-Rao products, no ALTO) from the same initial factors,
 //! singular systems take the pseudo-inverse, bad options are clear errors, the real tensors run,
 //! and `alto cpd` works end to end.
 
-mod common;
+use crate::common;
 
 use alto::cpd::rows::{RowIsa, RowKernel};
 use alto::cpd::{cp_als, cp_als_from, initial_factors, CpModel, CpdOptions, SolveKind};

@@ -1,4 +1,3 @@
-#![cfg(feature = "harness")]
 //! CP-APR: every Phi kernel matches the naive oracle (orders, ranks, modes, index widths,
 //! strategies, thread counts); the log-likelihood pass matches its oracle; a planted Poisson
 //! model is recovered (factor match score >= 0.95) with a log-likelihood that never
@@ -7,7 +6,7 @@
 //! the same initial factors; `alto cpd --model apr` works end to end and refuses negative
 //! counts naming the file and line.
 
-mod common;
+use crate::common;
 
 use alto::cpd::apr::{
     cp_apr, cp_apr_observed, factor_match_score, log_likelihood, loglik_oracle, phi_oracle,

@@ -1,9 +1,8 @@
-#![cfg(feature = "harness")]
 //! Every ALTO MTTKRP variant against the naive COO oracle, across orders 2-6, the rank grid,
 //! all modes, all three index widths, 1-4 threads (more threads than nonzeros included), every
 //! strategy, both decoders, and tensors with duplicate coordinates.
 
-mod common;
+use crate::common;
 
 use alto::dispatch::KernelChoice;
 use alto::format::{AnyAlto, BuildOptions, IndexWidth};

@@ -1,4 +1,3 @@
-#![cfg(feature = "cli")]
 //! Regression tests for the bad inputs that once crashed, aborted or hung the command: each now
 //! ends in exit code 2 with a message naming the file, the option or the sizes, within seconds.
 

@@ -1,8 +1,7 @@
-#![cfg(feature = "cli")]
 //! The `alto` binary's topology, pinning, counters and record output.
 
+use crate::common;
 use std::path::Path;
-mod common;
 
 use common::alto;
 
