@@ -80,6 +80,38 @@ pub fn draw_roofline(
     points: &[PlotPoint],
 ) -> Result<PlotLayout, String> {
     register_font()?;
+    // Drawn into memory and encoded with `png`: plotters' own encoder would bring the whole
+    // `image` crate into the main job's build for one file format (docs/building.md).
+    let mut pixels = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
+    let layout = {
+        let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, HEIGHT)).into_drawing_area();
+        let layout = draw_on(&root, title, profile, points)?;
+        root.present()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        layout
+    };
+    write_png(path, &pixels).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(layout)
+}
+
+/// Encodes `WIDTH x HEIGHT` RGB pixels as a PNG at `path`.
+fn write_png(path: &Path, rgb: &[u8]) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("cannot create: {e}"))?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc.write_header().map_err(|e| e.to_string())?;
+    writer.write_image_data(rgb).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())
+}
+
+/// Draws the roofline into `root` (`WIDTH x HEIGHT`); returns where the points and labels went.
+fn draw_on(
+    root: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    profile: &MachineProfile,
+    points: &[PlotPoint],
+) -> Result<PlotLayout, String> {
     let top = profile.top_peak();
     let fastest_bw = profile
         .bandwidths
@@ -104,7 +136,6 @@ pub fn draw_roofline(
         .max(1e-3);
     let y_hi = top * 4.0;
 
-    let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     // Levels measured but not drawn: said under the title, one line each.
     let notes: Vec<String> = profile
@@ -128,7 +159,7 @@ pub fn draw_roofline(
         ))
         .map_err(|e| e.to_string())?;
     }
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 26))
         .margin(20)
         .margin_top(20 + 22 * notes.len() as i32)
@@ -315,8 +346,6 @@ pub fn draw_roofline(
         ("sans-serif", 15).into_font(),
     ))
     .map_err(|e| e.to_string())?;
-    root.present()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(PlotLayout {
         markers: centres
             .iter()
